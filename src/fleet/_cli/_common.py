@@ -1,0 +1,92 @@
+"""What every command shares: exit codes, output in text or JSON, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import orjson
+
+
+class Exit(enum.IntEnum):
+    """fleet's exit codes. Documented in ``fleet --help``."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    TIMEOUT = 3
+    REFUSED = 4
+    INTERRUPTED = 130
+
+
+EXIT_CODES_HELP = """exit codes:
+  0  success (for `wait`: at least one worker needs attention)
+  1  error (a one-line message on stderr)
+  2  usage error
+  3  `wait` timed out with no worker needing attention
+  4  refused: a check failed, or a retire/delete could not prove the work is safe
+130  interrupted
+"""
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def to_jsonable(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return {k: to_jsonable(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def dumps(value: Any, *, pretty: bool = True) -> str:
+    option = orjson.OPT_INDENT_2 if pretty else 0
+    return orjson.dumps(to_jsonable(value), option=option | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def print_json(value: Any, *, pretty: bool = True) -> None:
+    sys.stdout.write(dumps(value, pretty=pretty) + "\n")
+    sys.stdout.flush()
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON for programs")
+
+
+def age(ts: float | None, now: float | None = None) -> str:
+    """A short human duration since ``ts``: 4s, 3m, 2h05m, 3d."""
+    if ts is None:
+        return "-"
+    seconds = max(0.0, (now if now is not None else time.time()) - ts)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m"
+    if seconds < 86400:
+        return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
+    return f"{seconds // 86400:.0f}d"
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = ["  ".join(h.upper().ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return "\n".join(lines)
+
+
+def one_line(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

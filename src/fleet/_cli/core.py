@@ -1,0 +1,177 @@
+"""register, status, log, seen."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from fleet._cli._common import Exit, add_json, age, one_line, print_json, table, to_jsonable
+from fleet._core.events import encode_obj, event_type
+from fleet._core.fold import WorkerState
+from fleet._fleet import Fleet
+
+
+def open_fleet(args: argparse.Namespace, **kwargs: Any) -> Fleet:
+    return Fleet(args.home, **kwargs)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "register",
+        help="register a worker and the worktree its sessions run in",
+        description="Journal a `registered` event: from now on, hook events from sessions "
+        "whose project dir is inside WORKTREE (or that run with FLEET_WORKER=WORKER) are "
+        "recorded in this worker's journal.",
+    )
+    p.add_argument("worker", help="worker id: lowercase letters, digits, '.', '_', '-'")
+    p.add_argument("--worktree", required=True, metavar="PATH", help="the worker's worktree")
+    p.add_argument("--tool", choices=["claude", "codex"], help="the agent CLI it runs")
+    p.add_argument("--profile", metavar="P", help="clausona profile it runs on")
+    p.add_argument("--model", metavar="M", help="model it runs")
+    p.add_argument("--adapter", metavar="A", help="what hosts it: headless, superset, herdr")
+    p.add_argument("--branch", metavar="B", help="its branch")
+    p.add_argument("--base", metavar="REF", help="the ref its work starts from")
+    p.add_argument("--task", metavar="TEXT", help="a short description of its task")
+    add_json(p)
+    p.set_defaults(run=cmd_register)
+
+    p = sub.add_parser(
+        "status",
+        help="one row per worker: state, reason, since, mark, attention",
+        description="Show every worker (or the named ones) as of now. A row marked `!` needs "
+        "attention: its state is stopped, quiet, blocked, done or gone and its mark is not "
+        "seen.",
+    )
+    p.add_argument("workers", nargs="*", metavar="WORKER")
+    p.add_argument("--seen", nargs="+", default=[], metavar="MARK", help="treat as seen")
+    p.add_argument(
+        "--quiet-after", type=float, default=300.0, metavar="S",
+        help="seconds without events before a running worker reads as quiet (default 300)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="replay every journal in full")
+    add_json(p)
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser(
+        "log",
+        help="a worker's journal, decoded",
+        description="Print each event of a worker's journal with its seq (the line index used "
+        "in marks). Unreadable lines are shown, not skipped.",
+    )
+    p.add_argument("worker")
+    add_json(p)
+    p.set_defaults(run=cmd_log)
+
+    p = sub.add_parser(
+        "seen",
+        help="record marks as handled so they no longer wake `fleet wait`",
+        description="Journal a `seen` event for each MARK (WORKER@SEQ or WORKER@SEQq, as "
+        "printed by `fleet wait` and `fleet status`). A coordinator that restarts is then not "
+        "woken again for states it already handled.",
+    )
+    p.add_argument("marks", nargs="+", metavar="MARK")
+    add_json(p)
+    p.set_defaults(run=cmd_seen)
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    with open_fleet(args) as fleet:
+        state = fleet.register(
+            args.worker,
+            worktree=args.worktree,
+            tool=args.tool,
+            profile=args.profile,
+            model=args.model,
+            adapter=args.adapter,
+            branch=args.branch,
+            base=args.base,
+            task=args.task,
+        )
+    if args.json:
+        print_json(state_json(state))
+    else:
+        print(f"registered {state.worker} at {state.worktree} ({state.mark})")
+    return Exit.OK
+
+
+def state_json(state: WorkerState) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(state)
+    return data
+
+
+def status_row(state: WorkerState, now: float) -> list[str]:
+    return [
+        ("! " if state.needs_attention else "  ") + state.worker,
+        state.state,
+        state.reason,
+        age(state.since, now),
+        state.mark,
+        state.profile or "-",
+        state.branch or "-",
+        f"{state.last_event or '-'} {age(state.last_event_ts, now)} ago"
+        if state.last_event
+        else "-",
+    ]
+
+
+STATUS_HEADERS = ["worker", "state", "reason", "for", "mark", "profile", "branch", "last event"]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with open_fleet(args, quiet_after=args.quiet_after) as fleet:
+        from fleet._store import load_states
+
+        names = args.workers or None
+        if names:
+            for name in names:
+                fleet.state(name)  # a one-line error for an unknown or invalid worker
+        now = fleet.clock.now()
+        states = load_states(
+            fleet.home, names, now, fleet.policy, args.seen, use_cache=not args.no_cache
+        )
+    if args.json:
+        print_json([state_json(s) for s in states])
+        return Exit.OK
+    if not states:
+        print("no workers (register one with `fleet register WORKER --worktree PATH`)")
+        return Exit.OK
+    print(table([status_row(s, now) for s in states], STATUS_HEADERS))
+    waiting = sum(s.needs_attention for s in states)
+    print(f"\n{len(states)} workers, {waiting} need attention")
+    return Exit.OK
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    with open_fleet(args) as fleet:
+        events = fleet.log(args.worker)
+    if args.json:
+        out = []
+        for seq, event in enumerate(events):
+            try:
+                obj = encode_obj(event)
+            except ValueError:
+                obj = {"type": "unreadable", "line": event.line, "error": event.error}  # type: ignore[union-attr]
+            out.append({"seq": seq, **obj})
+        print_json(out)
+        return Exit.OK
+    for seq, event in enumerate(events):
+        kind = event_type(event)
+        when = time.strftime("%H:%M:%S", time.localtime(event.ts)) if event.ts else "--:--:--"
+        try:
+            fields = {k: v for k, v in encode_obj(event).items() if k not in ("v", "ts", "type")}
+        except ValueError:
+            fields = {"error": getattr(event, "error", "")}
+        detail = " ".join(f"{k}={one_line(str(v), 60)}" for k, v in fields.items())
+        print(f"{seq:>5}  {when}  {kind:<18} {detail}")
+    return Exit.OK
+
+
+def cmd_seen(args: argparse.Namespace) -> int:
+    with open_fleet(args) as fleet:
+        fleet.seen(*args.marks)
+    if args.json:
+        print_json({"seen": args.marks})
+    else:
+        print("seen: " + " ".join(args.marks))
+    return Exit.OK

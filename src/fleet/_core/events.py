@@ -1,0 +1,342 @@
+"""Journal events and their codec.
+
+A journal line is one JSON object: the envelope ``v`` (schema version), ``ts`` (unix seconds, when
+the event was observed), ``src`` (``claude``, ``codex``, ``fleet`` or an adapter name) and ``type``
+(the event name), then the event's own fields.
+
+Hook events keep the agent's hook name as their type and carry a bounded set of fields; the hook
+records facts and every interpretation happens here and in the fold, so a change in an agent's
+payloads is a change in the reader, never a journal migration.
+
+Decoding never raises: a line that is not a JSON object with a valid envelope becomes
+:class:`Unreadable`, and a type this version does not know becomes :class:`UnknownEvent` with its
+raw data kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
+
+import attrs
+import cattrs
+import orjson
+
+SCHEMA_VERSION: Final = 1
+HOOK_SOURCES: Final = frozenset({"claude", "codex"})
+
+JSON: TypeAlias = Any
+
+#: The fields a hook may record, beyond the envelope. Everything else in a payload is dropped by
+#: the hook program; a reader also drops anything else it finds, so a journal written by a newer
+#: hook cannot smuggle large values into memory.
+HOOK_FIELDS: Final = (
+    "session_id",
+    "turn_id",
+    "tool_name",
+    "tool_use_id",
+    "notification_type",
+    "message",
+    "error",
+    "error_details",
+    "reason",
+    "source",
+    "trigger",
+    "agent_id",
+    "agent_type",
+    "stop_hook_active",
+    "permission_mode",
+    "model",
+    "cwd",
+    "background_tasks",
+    "last_assistant_message",
+    "detail",
+)
+
+
+@attrs.frozen(kw_only=True)
+class HookEvent:
+    """An agent hook firing (``src`` claude or codex); ``hook`` is the agent's hook name."""
+
+    ts: float
+    src: str
+    hook: str
+    data: Mapping[str, JSON] = attrs.field(factory=dict)
+
+    @property
+    def type(self) -> str:
+        return self.hook
+
+    def get(self, key: str) -> JSON:
+        return self.data.get(key)
+
+    def text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        return value if isinstance(value, str) else None
+
+
+@attrs.frozen(kw_only=True)
+class Registered:
+    """The coordinator (or an adapter) registered a worker and where it works."""
+
+    ts: float
+    src: str = "fleet"
+    tool: str | None = None
+    profile: str | None = None
+    model: str | None = None
+    adapter: str | None = None
+    handle: dict[str, str] = attrs.field(factory=dict)
+    worktree: str | None = None
+    branch: str | None = None
+    base: str | None = None
+    task: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Started:
+    """A worker process was launched; ``start_time`` tells a reused pid apart."""
+
+    ts: float
+    src: str = "fleet"
+    pid: int
+    start_time: int | None = None
+    attempt: int = 1
+
+
+@attrs.frozen(kw_only=True)
+class Exited:
+    """A supervised worker process ended, with its parsed final result."""
+
+    ts: float
+    src: str = "fleet"
+    exit_code: int | None = None
+    is_error: bool = False
+    api_error_status: int | None = None
+    result: str | None = None
+    usage: dict[str, int] = attrs.field(factory=dict)
+    session_id: str | None = None
+    reason: str | None = None
+    reset_at: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Vanished:
+    """The worker's known process is dead and it never said goodbye."""
+
+    ts: float
+    src: str = "fleet"
+    pid: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FollowUpSent:
+    """The coordinator sent the worker more to do; ``seen`` is the mark it was answering."""
+
+    ts: float
+    src: str = "fleet"
+    text: str | None = None
+    file: str | None = None
+    seen: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HandedOver:
+    """The task moved to another profile or model, in the same worktree."""
+
+    ts: float
+    src: str = "fleet"
+    profile: str | None = None
+    model: str | None = None
+    handle: dict[str, str] = attrs.field(factory=dict)
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Seen:
+    """The coordinator handled a state: its mark no longer needs attention."""
+
+    ts: float
+    src: str = "fleet"
+    mark: str
+
+
+@attrs.frozen(kw_only=True)
+class Checked:
+    """The verdict of checking a worker's claim."""
+
+    ts: float
+    src: str = "fleet"
+    verdict: str
+    findings: tuple[str, ...] = ()
+    base: str | None = None
+    head: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RetireRefused:
+    ts: float
+    src: str = "fleet"
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class Retired:
+    ts: float
+    src: str = "fleet"
+    ref: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UnknownEvent:
+    """A well-formed line whose type this version does not know, kept with its raw data."""
+
+    ts: float
+    src: str
+    type: str
+    raw: Mapping[str, JSON] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class Unreadable:
+    """A line that does not decode. It is kept (and counted), never fatal."""
+
+    ts: float | None = None
+    src: str = ""
+    line: str
+    error: str
+
+    @property
+    def type(self) -> str:
+        return "unreadable"
+
+
+CoordinatorEvent: TypeAlias = (
+    Registered
+    | Started
+    | Exited
+    | Vanished
+    | FollowUpSent
+    | HandedOver
+    | Seen
+    | Checked
+    | RetireRefused
+    | Retired
+)
+Event: TypeAlias = HookEvent | CoordinatorEvent | UnknownEvent | Unreadable
+
+#: The explicit tagged union of coordinator events: the journal ``type`` of each class.
+TAGS: Final[Mapping[str, type[CoordinatorEvent]]] = {
+    "registered": Registered,
+    "started": Started,
+    "exited": Exited,
+    "vanished": Vanished,
+    "follow_up_sent": FollowUpSent,
+    "handed_over": HandedOver,
+    "seen": Seen,
+    "checked": Checked,
+    "retire_refused": RetireRefused,
+    "retired": Retired,
+}
+_TAG_OF: Final = {cls: tag for tag, cls in TAGS.items()}
+_ENVELOPE: Final = frozenset({"v", "ts", "src", "type"})
+_MAX_KEPT_LINE: Final = 64 * 1024
+
+converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def event_type(event: Event) -> str:
+    """The journal ``type`` of an event."""
+    if isinstance(event, HookEvent):
+        return event.hook
+    if isinstance(event, UnknownEvent | Unreadable):
+        return event.type
+    return _TAG_OF[type(event)]
+
+
+def _structure_event(obj: Any, _: Any) -> Event:
+    return decode_obj(obj)
+
+
+converter.register_structure_hook(Event, _structure_event)  # type: ignore[arg-type]
+
+
+def decode_obj(obj: Any, line: str = "") -> Event:
+    """Turn one decoded JSON value into an event; never raises."""
+    if not isinstance(obj, dict):
+        return Unreadable(line=line or _short(obj), error="not a JSON object")
+    ts, src, kind, version = obj.get("ts"), obj.get("src"), obj.get("type"), obj.get("v")
+    if (
+        not isinstance(ts, int | float)
+        or isinstance(ts, bool)
+        or not isinstance(src, str)
+        or not isinstance(kind, str)
+        or not isinstance(version, int)
+    ):
+        return Unreadable(line=line or _short(obj), error="missing or invalid envelope")
+    ts = float(ts)
+    if src in HOOK_SOURCES:
+        data = {k: obj[k] for k in HOOK_FIELDS if k in obj}
+        return HookEvent(ts=ts, src=src, hook=kind, data=data)
+    cls = TAGS.get(kind)
+    if cls is None or version > SCHEMA_VERSION:
+        raw = {k: v for k, v in obj.items() if k not in _ENVELOPE}
+        return UnknownEvent(ts=ts, src=src, type=kind, raw=raw)
+    fields = {k: v for k, v in obj.items() if k not in _ENVELOPE}
+    fields["ts"] = ts
+    fields["src"] = src
+    try:
+        return converter.structure(fields, cls)
+    except Exception as exc:  # cattrs raises several types; any of them means "unreadable"
+        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=_one_line(exc))
+
+
+def decode_line(line: bytes) -> Event:
+    """Decode one journal line (without its newline); never raises."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return Unreadable(line=_text(line), error=f"invalid JSON: {exc}")
+    return decode_obj(obj, "" if isinstance(obj, dict) else _text(line))
+
+
+def encode_obj(event: Event) -> dict[str, JSON]:
+    """The JSON object of an event, envelope first."""
+    if isinstance(event, Unreadable):
+        raise ValueError("an unreadable line cannot be written back")
+    head: dict[str, JSON] = {"v": SCHEMA_VERSION, "ts": event.ts, "src": event.src}
+    if isinstance(event, HookEvent):
+        head["type"] = event.hook
+        head.update(event.data)
+        return head
+    if isinstance(event, UnknownEvent):
+        head["type"] = event.type
+        head.update(event.raw)
+        return head
+    head["type"] = _TAG_OF[type(event)]
+    body = converter.unstructure(event)
+    for key, value in body.items():
+        if key in ("ts", "src") or value is None or value == {} or value == []:
+            continue
+        head[key] = value
+    return head
+
+
+def encode_line(event: Event) -> bytes:
+    """One journal line, newline included."""
+    return orjson.dumps(encode_obj(event)) + b"\n"
+
+
+def _text(line: bytes) -> str:
+    return line[:_MAX_KEPT_LINE].decode("utf-8", errors="replace")
+
+
+def _short(obj: Any) -> str:
+    try:
+        return orjson.dumps(obj)[:_MAX_KEPT_LINE].decode("utf-8", errors="replace")
+    except TypeError:
+        return repr(obj)[:_MAX_KEPT_LINE]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]

@@ -1,0 +1,37 @@
+"""Errors raised by fleet. Each also subclasses the builtin it resembles, so callers can catch
+either the fleet error or the familiar builtin."""
+
+from __future__ import annotations
+
+
+class FleetError(Exception):
+    """Base class of every error fleet raises on purpose."""
+
+
+class InvalidWorkerId(FleetError, ValueError):
+    """A worker id that is not lowercase letters, digits, '.', '_', '-' (1-64, starting with a
+    letter or digit)."""
+
+
+class InvalidMark(FleetError, ValueError):
+    """A seen mark that is not '<worker>@<seq>' or '<worker>@<seq>q'."""
+
+
+class UnknownWorker(FleetError, LookupError):
+    """No journal exists for this worker."""
+
+
+class JournalError(FleetError, OSError):
+    """A journal could not be written or read."""
+
+
+class SettingsError(FleetError, ValueError):
+    """A settings, profiles or config file that cannot be used as it is."""
+
+
+class ToolError(FleetError, RuntimeError):
+    """An outside tool (git, clausona, superset, herdr, an agent CLI) failed."""
+
+
+class Refused(FleetError, PermissionError):
+    """fleet refused to act because it could not prove the action is safe."""

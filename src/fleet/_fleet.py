@@ -1,0 +1,143 @@
+"""The Python API for coordinators: :class:`Fleet`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from fleet import _journal
+from fleet._clock import Clock, SystemClock
+from fleet._core.events import Event, FollowUpSent, Registered, Seen
+from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
+from fleet._core.ids import parse_mark, validate_worker_id
+from fleet._errors import UnknownWorker
+from fleet._home import resolve_home
+from fleet._store import load_states
+
+
+class Fleet:
+    """A coordinator's handle on one fleet home.
+
+    Use it as a context manager; it owns the watcher threads that ``wait`` and ``watch`` start,
+    and stops and joins them on exit."""
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        quiet_after: float = DEFAULT_QUIET_AFTER,
+        src: str = "fleet",
+    ) -> None:
+        self.home: Path = resolve_home(home)
+        self.clock: Clock = clock or SystemClock()
+        self.policy = Policy(quiet_after=quiet_after)
+        self.src = src
+        self._closed = False
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._closed = True
+
+    # -- journaling -------------------------------------------------------------------------
+
+    def record(self, worker: str, event: Event) -> None:
+        """Append an event to a worker's journal."""
+        _journal.append(self.home, validate_worker_id(worker), event)
+
+    def register(
+        self,
+        worker: str,
+        *,
+        worktree: str | os.PathLike[str],
+        tool: str | None = None,
+        profile: str | None = None,
+        model: str | None = None,
+        adapter: str | None = None,
+        handle: dict[str, str] | None = None,
+        branch: str | None = None,
+        base: str | None = None,
+        task: str | None = None,
+    ) -> WorkerState:
+        """Register a worker and the worktree its sessions run in."""
+        validate_worker_id(worker)
+        path = os.path.realpath(os.fspath(worktree))
+        self.record(
+            worker,
+            Registered(
+                ts=self.clock.now(),
+                src=self.src,
+                tool=tool,
+                profile=profile,
+                model=model,
+                adapter=adapter,
+                handle=dict(handle or {}),
+                worktree=path,
+                branch=branch,
+                base=base,
+                task=task,
+            ),
+        )
+        _journal.index_worktree(self.home, worker, path)
+        return self.state(worker)
+
+    def seen(self, *marks: str) -> None:
+        """Record marks as handled: those states no longer wake ``wait``."""
+        parsed = [parse_mark(m) for m in marks]
+        for mark in parsed:
+            _journal.require(self.home, mark.worker)
+        now = self.clock.now()
+        for mark in parsed:
+            self.record(mark.worker, Seen(ts=now, src=self.src, mark=str(mark)))
+
+    def note_follow_up(
+        self, worker: str, *, text: str | None = None, file: str | None = None
+    ) -> None:
+        """Journal that a follow-up was sent; the state it answers counts as seen."""
+        current = self.state(worker)
+        self.record(
+            worker,
+            FollowUpSent(
+                ts=self.clock.now(),
+                src=self.src,
+                text=text[:500] if text else None,
+                file=file,
+                seen=current.mark,
+            ),
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def workers(self) -> list[str]:
+        return _journal.list_workers(self.home)
+
+    def status(
+        self, workers: Iterable[str] | None = None, *, seen: Iterable[str] = ()
+    ) -> list[WorkerState]:
+        """The state of every named worker (default: every worker), as of now."""
+        names = None if workers is None else [validate_worker_id(w) for w in workers]
+        if names is not None:
+            for name in names:
+                _journal.require(self.home, name)
+        return load_states(self.home, names, self.clock.now(), self.policy, seen)
+
+    def state(self, worker: str) -> WorkerState:
+        states = self.status([worker])
+        if not states:
+            raise UnknownWorker(f"no worker {worker!r}")
+        return states[0]
+
+    def log(self, worker: str) -> Sequence[Event]:
+        return _journal.read_events(self.home, validate_worker_id(worker))

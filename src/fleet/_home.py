@@ -1,0 +1,54 @@
+"""Where fleet keeps its files: ``$FLEET_HOME``, or platformdirs' user state dir for "fleet"."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+from fleet._core.ids import validate_worker_id
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The fleet home: ``home`` if given, else ``$FLEET_HOME``, else the user state dir."""
+    if home is not None:
+        return Path(home).expanduser().absolute()
+    env = os.environ.get("FLEET_HOME")
+    if env:
+        return Path(env).expanduser().absolute()
+    return platformdirs.user_state_path("fleet").absolute()
+
+
+def ensure_dir(path: Path) -> Path:
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    return path
+
+
+def workers_dir(home: Path) -> Path:
+    return home / "workers"
+
+
+def worker_dir(home: Path, worker: str) -> Path:
+    return workers_dir(home) / validate_worker_id(worker)
+
+
+def journal_path(home: Path, worker: str) -> Path:
+    return worker_dir(home, worker) / "journal.jsonl"
+
+
+def worktree_index_path(home: Path) -> Path:
+    """Lines of ``<absolute worktree path>\\t<worker>``: how the hook finds a worker by the
+    session's project dir without reading any journal. The last line for a path wins."""
+    return home / "worktrees.tsv"
+
+
+def hook_errors_path(home: Path) -> Path:
+    return home / "hook-errors.log"
+
+
+def cache_dir(home: Path) -> Path:
+    return home / "cache"

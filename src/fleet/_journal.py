@@ -1,0 +1,162 @@
+"""Journals: one append-only JSONL file per worker.
+
+Appending is one ``write(2)`` of a whole line to an ``O_APPEND`` descriptor while holding an
+exclusive ``flock``, so concurrent writers (hooks, supervisors, the coordinator) never interleave
+or tear lines. Reading starts from a byte offset, holds back a trailing partial line until its
+newline arrives, and turns lines that do not decode into ``Unreadable`` events, so one bad line
+never hides the lines after it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from fleet._core.events import Event, decode_line, encode_line
+from fleet._core.ids import validate_worker_id
+from fleet._errors import JournalError, UnknownWorker
+from fleet._home import (
+    DIR_MODE,
+    FILE_MODE,
+    ensure_dir,
+    journal_path,
+    worker_dir,
+    workers_dir,
+    worktree_index_path,
+)
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one complete line (ending in a newline) atomically with respect to other
+    writers."""
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise ValueError("a journal line is exactly one line ending in a newline")
+    ensure_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        raise JournalError(exc.errno, f"cannot open journal {path}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        written = os.write(fd, line)
+        if written != len(line):
+            # A short write means the disk is full: cut the line back so no torn line stays.
+            os.ftruncate(fd, os.fstat(fd).st_size - written)
+            raise JournalError(28, f"short write to {path}: disk full?")
+    except OSError as exc:
+        if isinstance(exc, JournalError):
+            raise
+        raise JournalError(exc.errno, f"cannot write journal {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
+def append(home: Path, worker: str, event: Event) -> None:
+    """Journal ``event`` for ``worker``."""
+    append_line(journal_path(home, worker), encode_line(event))
+
+
+def index_worktree(home: Path, worker: str, worktree: str) -> None:
+    """Record that sessions under ``worktree`` belong to ``worker`` (read by the hook)."""
+    validate_worker_id(worker)
+    path = os.path.realpath(worktree)
+    if "\t" in path or "\n" in path:
+        raise ValueError(f"worktree path {worktree!r} contains a tab or newline")
+    append_line(worktree_index_path(ensure_dir(home)), f"{path}\t{worker}\n".encode())
+
+
+def list_workers(home: Path) -> list[str]:
+    """Every worker with a journal, sorted."""
+    root = workers_dir(home)
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if (root / n / "journal.jsonl").is_file())
+
+
+def exists(home: Path, worker: str) -> bool:
+    return journal_path(home, worker).is_file()
+
+
+def require(home: Path, worker: str) -> Path:
+    path = journal_path(home, worker)
+    if not path.is_file():
+        raise UnknownWorker(f"no worker {worker!r} in {home} (register it first)")
+    return path
+
+
+class JournalReader:
+    """Reads a journal incrementally from a saved byte offset.
+
+    ``read()`` returns the complete lines appended since the last call as ``(seq, event)`` pairs.
+    If the file shrank or was replaced, the reader starts over and ``reset`` is set, so the caller
+    knows to refold from scratch."""
+
+    __slots__ = ("ino", "offset", "path", "reset", "seq")
+
+    def __init__(self, path: Path, *, offset: int = 0, seq: int = 0, ino: int | None = None):
+        self.path = path
+        self.offset = offset
+        self.seq = seq
+        self.ino = ino
+        self.reset = False
+
+    def read(self) -> list[tuple[int, Event]]:
+        self.reset = False
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        try:
+            st = os.fstat(fd)
+            if (self.ino is not None and st.st_ino != self.ino) or st.st_size < self.offset:
+                self.offset, self.seq, self.reset = 0, 0, True
+            self.ino = st.st_ino
+            if st.st_size == self.offset:
+                return []
+            os.lseek(fd, self.offset, os.SEEK_SET)
+            data = _read_all(fd, st.st_size - self.offset)
+        finally:
+            os.close(fd)
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        out: list[tuple[int, Event]] = []
+        seq = self.seq
+        for line in data[:end].split(b"\n"):
+            out.append((seq, decode_line(line)))
+            seq += 1
+        self.seq = seq
+        return out
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_events(home: Path, worker: str) -> list[Event]:
+    """Every event in a worker's journal (complete lines only), in journal order."""
+    reader = JournalReader(require(home, worker))
+    return [event for _, event in reader.read()]
+
+
+def iter_events(home: Path, worker: str) -> Iterator[tuple[int, Event]]:
+    yield from JournalReader(require(home, worker)).read()
+
+
+def prepare(home: Path, worker: str) -> Path:
+    """Create the worker's directory (0700) and return its journal path."""
+    d = worker_dir(home, worker)
+    d.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    return d / "journal.jsonl"

@@ -1,0 +1,141 @@
+"""Reading many workers' states at once, with an optional fold cache.
+
+A full replay is the truth. The cache only saves the fold accumulator together with the byte
+offset, line count and inode it was taken at; a cached entry is used only when the journal still
+has that inode and at least that many bytes, and the fold simply continues from there, so a warm
+read gives exactly what a full replay gives (a test compares them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from fleet._core.fold import Accumulator, Policy, WorkerState, feed, snapshot
+from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
+from fleet._journal import JournalReader, list_workers
+
+CACHE_VERSION: Final = 1
+
+
+class Folded:
+    """One worker's reader and accumulator, advanced together."""
+
+    __slots__ = ("acc", "reader", "worker")
+
+    def __init__(self, worker: str, reader: JournalReader, acc: Accumulator) -> None:
+        self.worker = worker
+        self.reader = reader
+        self.acc = acc
+
+    def advance(self) -> bool:
+        """Fold whatever was appended since the last call; True when anything changed."""
+        events = self.reader.read()
+        if self.reader.reset:
+            self.acc = Accumulator()
+        if not events and not self.reader.reset:
+            return False
+        feed(self.acc, events, self.worker)
+        return True
+
+    def state(self, now: float, policy: Policy, seen: Iterable[str] = ()) -> WorkerState:
+        return snapshot(self.worker, self.acc, now, policy, seen)
+
+
+def open_folded(home: Path, worker: str) -> Folded:
+    folded = Folded(worker, JournalReader(journal_path(home, worker)), Accumulator())
+    folded.advance()
+    return folded
+
+
+class FoldCache:
+    """A single file under ``$FLEET_HOME/cache`` mapping each worker to a saved fold."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = cache_dir(home) / f"fold-v{CACHE_VERSION}.json"
+
+    def load(self) -> dict[str, Any]:
+        try:
+            data = orjson.loads(self.path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+            return {}
+        workers = data.get("workers")
+        return workers if isinstance(workers, dict) else {}
+
+    def save(self, entries: dict[str, Any]) -> None:
+        ensure_dir(self.path.parent)
+        payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".fold-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _from_cache(home: Path, worker: str, entry: Any) -> Folded | None:
+    try:
+        reader = JournalReader(
+            journal_path(home, worker),
+            offset=int(entry["offset"]),
+            seq=int(entry["seq"]),
+            ino=int(entry["ino"]),
+        )
+        acc = Accumulator.from_dict(entry["acc"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Folded(worker, reader, acc)
+
+
+def load_folded(
+    home: Path, workers: Iterable[str] | None = None, *, use_cache: bool = True
+) -> dict[str, Folded]:
+    """Fold every named worker (default: all), continuing from the cache where it is valid,
+    and refresh the cache."""
+    names = list_workers(home) if workers is None else list(workers)
+    cache = FoldCache(home)
+    entries = cache.load() if use_cache else {}
+    out: dict[str, Folded] = {}
+    changed = False
+    for worker in names:
+        folded = _from_cache(home, worker, entries.get(worker)) if worker in entries else None
+        if folded is None:
+            folded = Folded(worker, JournalReader(journal_path(home, worker)), Accumulator())
+        if folded.advance() or worker not in entries:
+            changed = True
+        out[worker] = folded
+    if use_cache and changed:
+        for worker, folded in out.items():
+            entries[worker] = {
+                "offset": folded.reader.offset,
+                "seq": folded.reader.seq,
+                "ino": folded.reader.ino or 0,
+                "acc": folded.acc.to_dict(),
+            }
+        cache.save(entries)
+    return out
+
+
+def load_states(
+    home: Path,
+    workers: Iterable[str] | None,
+    now: float,
+    policy: Policy = Policy(),
+    seen: Iterable[str] = (),
+    *,
+    use_cache: bool = True,
+) -> list[WorkerState]:
+    extra = frozenset(seen)
+    folded = load_folded(home, workers, use_cache=use_cache)
+    return [f.state(now, policy, extra) for f in folded.values()]
