@@ -13,7 +13,9 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _hermetic_env(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A private FLEET_HOME and a git config that knows nothing of the machine's."""
     base = tmp_path_factory.mktemp("env")
     monkeypatch.setenv("FLEET_HOME", str(base / "fleet-home"))
@@ -34,9 +36,7 @@ def home() -> Path:
 
 
 def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    )
+    out = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return out.stdout.strip()
 
 

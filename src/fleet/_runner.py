@@ -29,7 +29,8 @@ class Completed:
     def check(self, what: str | None = None) -> Completed:
         """Raise ToolError with the command's last stderr line unless it succeeded."""
         if self.returncode != 0:
-            detail = (self.stderr.strip().splitlines() or self.stdout.strip().splitlines() or [""])[-1]
+            lines = self.stderr.strip().splitlines() or self.stdout.strip().splitlines()
+            detail = lines[-1] if lines else ""
             name = what or " ".join(self.argv[:2])
             raise ToolError(f"{name} failed (exit {self.returncode}): {detail.strip()}")
         return self

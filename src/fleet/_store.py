@@ -131,11 +131,12 @@ def load_states(
     home: Path,
     workers: Iterable[str] | None,
     now: float,
-    policy: Policy = Policy(),
+    policy: Policy | None = None,
     seen: Iterable[str] = (),
     *,
     use_cache: bool = True,
 ) -> list[WorkerState]:
     extra = frozenset(seen)
     folded = load_folded(home, workers, use_cache=use_cache)
+    policy = policy or Policy()
     return [f.state(now, policy, extra) for f in folded.values()]

@@ -46,7 +46,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("workers", nargs="*", metavar="WORKER")
     p.add_argument("--seen", nargs="+", default=[], metavar="MARK", help="treat as seen")
     p.add_argument(
-        "--quiet-after", type=float, default=300.0, metavar="S",
+        "--quiet-after",
+        type=float,
+        default=300.0,
+        metavar="S",
         help="seconds without events before a running worker reads as quiet (default 300)",
     )
     p.add_argument("--no-cache", action="store_true", help="replay every journal in full")

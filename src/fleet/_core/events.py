@@ -257,7 +257,7 @@ def _structure_event(obj: Any, _: Any) -> Event:
     return decode_obj(obj)
 
 
-converter.register_structure_hook(Event, _structure_event)  # type: ignore[arg-type]
+converter.register_structure_hook(Event, _structure_event)
 
 
 def decode_obj(obj: Any, line: str = "") -> Event:
@@ -315,7 +315,7 @@ def encode_obj(event: Event) -> dict[str, JSON]:
     head["type"] = _TAG_OF[type(event)]
     body = converter.unstructure(event)
     for key, value in body.items():
-        if key in ("ts", "src") or value is None or value == {} or value == []:
+        if key in ("ts", "src") or value is None or value in ({}, []):
             continue
         head[key] = value
     return head

@@ -464,11 +464,7 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if dest is None:
         acc.ignored += 1
         return acc
-    if (
-        trigger == "activity"
-        and acc.state not in ("starting", "working")
-        and event.ts <= acc.since
-    ):
+    if trigger == "activity" and acc.state not in ("starting", "working") and event.ts <= acc.since:
         acc.ignored += 1
         return acc
     if trigger == "end" and acc.state == "stopped" and acc.reason != "turn_end":
@@ -481,9 +477,7 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     return acc
 
 
-def feed(
-    acc: Accumulator, events: Iterable[tuple[int, Event]], worker: str = ""
-) -> Accumulator:
+def feed(acc: Accumulator, events: Iterable[tuple[int, Event]], worker: str = "") -> Accumulator:
     for seq, event in events:
         step(acc, seq, event, worker)
     return acc

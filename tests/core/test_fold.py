@@ -1,0 +1,334 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleet._core import events as ev
+from fleet._core.fold import Accumulator, Policy, feed, find_envelope, fold, snapshot, step
+from fleet._core.machine import ATTENTION_STATES, MOVES, STATES
+
+from .strategies import journals
+
+W = "w1"
+
+
+def hook(ts: float, name: str, **data: object) -> ev.HookEvent:
+    return ev.HookEvent(ts=ts, src="claude", hook=name, data=data)
+
+
+def reg(ts: float = 1.0) -> ev.Registered:
+    return ev.Registered(ts=ts, worktree="/w")
+
+
+def final(events: Sequence[ev.Event], now: float = 50.0, **kw: object) -> tuple[str, str]:
+    state = fold(W, events, now, **kw)  # type: ignore[arg-type]
+    return state.state, state.reason
+
+
+def test_table_is_validated_and_covers_states() -> None:
+    assert set(STATES) == set(MOVES.values()) | {"starting"}
+    assert not any(source == "retired" for _, source in MOVES)
+
+
+CASES: list[tuple[str, list[ev.Event], tuple[str, str]]] = [
+    ("registered", [reg()], ("starting", "registered")),
+    ("session start", [reg(), hook(2, "SessionStart", source="startup")], ("starting", "session")),
+    ("prompt", [reg(), hook(2, "UserPromptSubmit")], ("working", "active")),
+    ("turn end", [reg(), hook(2, "UserPromptSubmit"), hook(3, "Stop")], ("stopped", "turn_end")),
+    (
+        "done envelope",
+        [
+            reg(),
+            hook(2, "UserPromptSubmit"),
+            hook(3, "Stop", last_assistant_message="ok\nFLEET_WORKER_DONE: fixed"),
+        ],
+        ("done", "claimed"),
+    ),
+    (
+        "blocked envelope",
+        [reg(), hook(2, "Stop", last_assistant_message="SUPERSET_WORKER_BLOCKED: need key")],
+        ("blocked", "worker"),
+    ),
+    (
+        "permission",
+        [reg(), hook(2, "PermissionRequest", tool_name="Bash")],
+        ("blocked", "permission"),
+    ),
+    (
+        "permission answered",
+        [reg(), hook(2, "PermissionRequest"), hook(3, "PostToolUse")],
+        ("working", "active"),
+    ),
+    (
+        "permission notification",
+        [reg(), hook(2, "Notification", notification_type="permission_prompt")],
+        ("blocked", "permission"),
+    ),
+    (
+        "elicitation",
+        [reg(), hook(2, "Notification", notification_type="elicitation_dialog")],
+        ("blocked", "question"),
+    ),
+    (
+        "idle prompt",
+        [
+            reg(),
+            hook(2, "UserPromptSubmit"),
+            hook(3, "Notification", notification_type="idle_prompt"),
+        ],
+        ("stopped", "turn_end"),
+    ),
+    (
+        "idle prompt keeps blocked",
+        [
+            reg(),
+            hook(2, "Stop", last_assistant_message="FLEET_WORKER_BLOCKED: x"),
+            hook(62, "Notification", notification_type="idle_prompt"),
+        ],
+        ("blocked", "worker"),
+    ),
+    (
+        "api error",
+        [reg(), hook(2, "StopFailure", error="server_error")],
+        ("stopped", "api_error:server_error"),
+    ),
+    ("limit", [reg(), hook(2, "StopFailure", error="rate_limit")], ("blocked", "limit")),
+    (
+        "interrupt",
+        [reg(), hook(2, "UserPromptSubmit"), hook(3, "Interrupt")],
+        ("stopped", "interrupted"),
+    ),
+    (
+        "session end",
+        [reg(), hook(2, "Stop"), hook(3, "SessionEnd", reason="other")],
+        ("gone", "ended"),
+    ),
+    (
+        "session end keeps api error",
+        [reg(), hook(2, "StopFailure", error="server_error"), hook(3, "SessionEnd")],
+        ("stopped", "api_error:server_error"),
+    ),
+    (
+        "session end keeps done",
+        [
+            reg(),
+            hook(2, "Stop", last_assistant_message="FLEET_WORKER_DONE: y"),
+            hook(3, "SessionEnd"),
+        ],
+        ("done", "claimed"),
+    ),
+    (
+        "exit without claim",
+        [reg(), ev.Started(ts=2, pid=5), ev.Exited(ts=3, exit_code=2)],
+        ("gone", "exited:2"),
+    ),
+    (
+        "exit with done result",
+        [reg(), ev.Exited(ts=3, exit_code=0, result="FLEET_WORKER_DONE: ok")],
+        ("done", "claimed"),
+    ),
+    (
+        "exit 429",
+        [reg(), ev.Exited(ts=3, exit_code=1, is_error=True, api_error_status=429)],
+        ("blocked", "limit"),
+    ),
+    (
+        "exit 401",
+        [reg(), ev.Exited(ts=3, exit_code=1, is_error=True, api_error_status=401)],
+        ("stopped", "api_error:401"),
+    ),
+    (
+        "exit stopped",
+        [reg(), hook(2, "PermissionRequest"), ev.Exited(ts=3, reason="stopped")],
+        ("gone", "stopped"),
+    ),
+    ("exit timeout", [reg(), ev.Exited(ts=3, reason="timeout")], ("gone", "timeout")),
+    ("vanished", [reg(), hook(2, "UserPromptSubmit"), ev.Vanished(ts=3)], ("gone", "vanished")),
+    (
+        "checked",
+        [
+            reg(),
+            hook(2, "Stop", last_assistant_message="FLEET_WORKER_DONE: y"),
+            ev.Checked(ts=3, verdict="checked"),
+        ],
+        ("done", "checked"),
+    ),
+    (
+        "check failed",
+        [
+            reg(),
+            hook(2, "Stop", last_assistant_message="FLEET_WORKER_DONE: y"),
+            ev.Checked(ts=3, verdict="failed"),
+        ],
+        ("done", "failed"),
+    ),
+    (
+        "handed over",
+        [reg(), hook(2, "StopFailure", error="rate_limit"), ev.HandedOver(ts=3, profile="b")],
+        ("starting", "handed_over"),
+    ),
+    ("retired", [reg(), ev.Retired(ts=3)], ("retired", "retired")),
+    (
+        "retired is terminal",
+        [reg(), ev.Retired(ts=3), hook(4, "UserPromptSubmit"), ev.Registered(ts=5)],
+        ("retired", "retired"),
+    ),
+    (
+        "compaction is activity",
+        [reg(), hook(2, "SessionStart", source="compact")],
+        ("working", "active"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "events", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_transitions(name: str, events: list[ev.Event], expected: tuple[str, str]) -> None:
+    assert final(events) == expected
+
+
+def test_late_activity_does_not_resurrect_working() -> None:
+    events: list[ev.Event] = [
+        reg(),
+        hook(2, "UserPromptSubmit"),
+        hook(5, "Stop"),
+        hook(4.5, "PostToolUse"),  # async hook written after Stop, observed before it
+    ]
+    state = fold(W, events, 10)
+    assert (state.state, state.seq) == ("stopped", 2)
+    assert state.ignored == 1
+
+
+def test_repeated_notification_keeps_the_mark() -> None:
+    events: list[ev.Event] = [
+        reg(),
+        hook(2, "PermissionRequest"),
+        hook(8, "Notification", notification_type="permission_prompt"),
+    ]
+    assert fold(W, events, 10).mark == "w1@1"
+
+
+def test_quiet_is_derived_from_time() -> None:
+    events: list[ev.Event] = [reg(), hook(2, "UserPromptSubmit"), hook(3, "PreToolUse")]
+    policy = Policy(quiet_after=10)
+    before = fold(W, events, 12.9, policy)
+    assert before.state == "working" and before.quiet_at == 13
+    after = fold(W, events, 13, policy)
+    assert (after.state, after.mark, after.since, after.needs_attention) == (
+        "quiet",
+        "w1@2q",
+        13,
+        True,
+    )
+
+
+def test_seen_marks_and_attention() -> None:
+    events: list[ev.Event] = [reg(), hook(2, "Stop")]
+    assert fold(W, events, 5).needs_attention
+    assert not fold(W, events, 5, seen=["w1@1"]).needs_attention
+    assert not fold(W, [*events, ev.Seen(ts=3, mark="w1@1")], 5).needs_attention
+    # a new state after a seen one needs attention again
+    later = [*events, ev.Seen(ts=3, mark="w1@1"), hook(4, "UserPromptSubmit"), hook(5, "Stop")]
+    assert fold(W, later, 6).needs_attention
+
+
+def test_follow_up_marks_its_state_seen() -> None:
+    events: list[ev.Event] = [reg(), hook(2, "Stop"), ev.FollowUpSent(ts=3, seen="w1@1")]
+    assert not fold(W, events, 5).needs_attention
+
+
+def test_verdict_is_seen_by_the_coordinator_that_wrote_it() -> None:
+    events: list[ev.Event] = [
+        reg(),
+        hook(2, "Stop", last_assistant_message="FLEET_WORKER_DONE: y"),
+        ev.Checked(ts=3, verdict="checked"),
+    ]
+    state = fold(W, events, 5)
+    assert state.reason == "checked" and not state.needs_attention
+
+
+def test_unreadable_lines_are_counted_not_fatal() -> None:
+    events: list[ev.Event] = [reg(), ev.Unreadable(line="garbage", error="bad"), hook(3, "Stop")]
+    state = fold(W, events, 5)
+    assert (state.state, state.unreadable, state.seq) == ("stopped", 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("message", "kind", "text"),
+    [
+        ("work\nFLEET_WORKER_DONE: fixed the bug", "done", "fixed the bug"),
+        ("FLEET_WORKER_BLOCKED: need creds\n\n", "blocked", "need creds"),
+        ("**FLEET_WORKER_DONE:** shipped", "done", "shipped"),
+        ("`SUPERSET_WORKER_DONE: x`", "done", "x"),
+    ],
+)
+def test_envelopes(message: str, kind: str, text: str) -> None:
+    env = find_envelope(message)
+    assert env is not None and (env.kind, env.text) == (kind, text)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [None, "", "FLEET_WORKER_DONE: x\nbut then more text", "I will print FLEET_WORKER_DONE later"],
+)
+def test_not_envelopes(message: str | None) -> None:
+    assert find_envelope(message) is None
+
+
+# -- properties ------------------------------------------------------------------------------
+
+
+@given(journals(), st.data())
+def test_fold_equals_step_by_step_in_any_chunking(
+    events: list[ev.Event], data: st.DataObject
+) -> None:
+    whole = fold(W, events, 2000.0)
+    acc = Accumulator()
+    pairs = list(enumerate(events))
+    i = 0
+    while i < len(pairs):
+        n = data.draw(st.integers(1, 5))
+        feed(acc, pairs[i : i + n], W)
+        i += n
+        # a cache round trip between chunks must not change anything
+        acc = Accumulator.from_dict(acc.to_dict())
+    assert snapshot(W, acc, 2000.0) == whole
+    manual = Accumulator()
+    for seq, event in pairs:
+        step(manual, seq, event, W)
+    assert snapshot(W, manual, 2000.0) == whole
+
+
+@given(journals(), st.floats(1000, 3000))
+def test_marks_are_stable_across_replays(events: list[ev.Event], now: float) -> None:
+    first = fold(W, events, now)
+    again = fold(W, list(events), now)
+    assert first.mark == again.mark
+    assert first == again
+    assert first.mark.startswith("w1@")
+
+
+@given(journals(), journals())
+def test_retired_stays_retired(before: list[ev.Event], after: list[ev.Event]) -> None:
+    events = [*before, ev.Retired(ts=1050.0), *after]
+    state = fold(W, events, 5000.0)
+    assert state.state == "retired"
+    assert state.seq == len(before) or fold(W, before, 5000.0).state == "retired"
+
+
+@given(journals())
+def test_late_activity_never_resurrects_working(events: list[ev.Event]) -> None:
+    base = fold(W, events, 5000.0)
+    if base.state not in ("stopped", "blocked", "done", "gone"):
+        return
+    late = hook(base.since - 0.5, "PostToolUse")
+    assert fold(W, [*events, late], 5000.0).state == base.state
+
+
+@given(journals(), st.floats(1000, 3000))
+def test_attention_is_a_function_of_state_and_seen(events: list[ev.Event], now: float) -> None:
+    state = fold(W, events, now)
+    assert state.needs_attention == (state.state in ATTENTION_STATES and not state.seen)
+    assert not fold(W, events, now, seen=[state.mark]).needs_attention
