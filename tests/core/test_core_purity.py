@@ -19,7 +19,6 @@ FORBIDDEN_STDLIB = {
     "subprocess",
     "socket",
     "shutil",
-    "pathlib",
     "tempfile",
     "fcntl",
     "signal",
