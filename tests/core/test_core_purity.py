@@ -14,7 +14,6 @@ FORBIDDEN_STDLIB = {
     "sys",
     "io",
     "time",
-    "datetime",
     "threading",
     "subprocess",
     "socket",
@@ -52,4 +51,19 @@ def test_core_imports_only_core() -> None:
                 offenders.append(f"{path.name}: {name}")
             if top in FORBIDDEN_STDLIB:
                 offenders.append(f"{path.name}: {name}")
+    assert offenders == []
+
+
+FORBIDDEN_CALLS = {"now", "utcnow", "today", "open", "time", "monotonic", "sleep"}
+
+
+def test_core_reads_no_clock_and_opens_no_file() -> None:
+    offenders = []
+    for path in CORE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in FORBIDDEN_CALLS:
+                    offenders.append(f"{path.name}:{node.lineno}: {name}()")
     assert offenders == []
