@@ -1,0 +1,575 @@
+"""The hook program Claude Code and Codex run on every hook event of a fleet worker.
+
+It appends one line to the worker's journal, ``$FLEET_HOME/workers/<worker>/journal.jsonl``:
+the envelope (``v``, ``ts``, ``src``, ``type``) and a bounded set of the payload's fields. It never
+records tool inputs or outputs (unless ``FLEET_HOOK_DETAIL=summary`` asks for a short redacted
+summary) and never the environment.
+
+Rules it lives by, because it runs inside the agent on every tool call:
+
+- standard library only, and only the cheap parts of it: ``json`` imports ``re``, which costs
+  more than everything else here together, so payloads are read with the C scanner of ``_json``
+  and lines are written with its C string encoder;
+- prints nothing, always exits 0, reads a bounded amount of stdin, survives any input;
+- a session that belongs to no worker writes nothing and returns as early as it can (before
+  parsing the payload when ``CLAUDE_PROJECT_DIR`` already shows it);
+- failures go, one bounded JSON line each, to ``$FLEET_HOME/hook-errors.log`` (``fleet doctor``).
+
+The journal append mirrors ``fleet._journal.append_line``: directories 0700, file 0600,
+``O_APPEND``, an exclusive ``flock`` and one ``write(2)`` of the whole line.
+"""
+
+# pathlib imports re (through fnmatch): the hook works with os.path strings instead.
+
+from __future__ import annotations
+
+import _json
+import fcntl
+import os
+import time
+
+# typing and collections.abc are costly imports: they are for the type checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+#: Must equal ``fleet._core.events.HOOK_FIELDS`` (a test checks it); this program cannot import
+#: fleet, so it keeps its own copy.
+HOOK_FIELDS = (
+    "session_id",
+    "turn_id",
+    "tool_name",
+    "tool_use_id",
+    "notification_type",
+    "message",
+    "error",
+    "error_details",
+    "reason",
+    "source",
+    "trigger",
+    "agent_id",
+    "agent_type",
+    "stop_hook_active",
+    "permission_mode",
+    "model",
+    "cwd",
+    "background_tasks",
+    "last_assistant_message",
+    "detail",
+)
+SCHEMA_VERSION = 1
+SOURCES = ("claude", "codex")
+
+#: Bytes of stdin kept and parsed; anything beyond is drained (up to DRAIN_LIMIT) and dropped.
+READ_LIMIT = 1 << 20
+DRAIN_LIMIT = 64 << 20
+#: Characters kept of the final message (its head and its tail: the DONE/BLOCKED envelope is on
+#: its last line), of ``message``, and of any other string.
+LAST_MESSAGE_LIMIT = 4096
+LAST_MESSAGE_HEAD = 1024
+MESSAGE_LIMIT = 500
+STRING_LIMIT = 500
+#: Nested values (``error_details``) are kept only while their encoding stays this small.
+NESTED_LIMIT = 2000
+TYPE_LIMIT = 100
+ERROR_LINE_LIMIT = 1000
+#: hook-errors.log stops growing at this size, so a hook failing on every call cannot fill a disk.
+ERROR_LOG_LIMIT = 1 << 20
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_WORKER_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_WORKER_CHARS = _WORKER_FIRST | frozenset("._-")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CRED", "SESSION", "COOKIE")
+_SECRET_PREFIXES = ("sk-", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "xox", "AKIA", "glpat-")
+_SECRET_FLAGS = ("-p", "--password", "--token", "--api-key", "--key", "--secret", "bearer",
+                 "authorization:", "-u", "--user")
+
+_encode_str: Callable[[str], str] = _json.encode_basestring_ascii
+
+
+class HookFailure(Exception):
+    """Something worth a line in hook-errors.log."""
+
+
+# -- the program -------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> None:
+    """Run the hook; never raises, never prints."""
+    ts = time.time()
+    src, home = _parse_args(argv)
+    env = os.environ
+    home = env.get("FLEET_HOME") or home
+    if not home or not os.path.isabs(home):
+        return  # no usable home: nowhere to write, nowhere to report
+    ctx = _Context(home=home, src=src)
+    try:
+        _run(ctx, ts, env)
+    except HookFailure as exc:
+        ctx.report(str(exc))
+    except Exception as exc:  # any bug or surprise is reported, never raised into the agent
+        ctx.report(f"{type(exc).__name__}: {exc}")
+
+
+class _Context:
+    __slots__ = ("event", "home", "src", "worker")
+
+    def __init__(self, *, home: str, src: str) -> None:
+        self.home = home
+        self.src = src
+        self.worker: str | None = None
+        self.event: str | None = None
+
+    def report(self, error: str) -> None:
+        """Append one JSON line to hook-errors.log; silently give up if even that fails."""
+        try:
+            fields = [
+                ("ts", time.time()),
+                ("src", self.src),
+                ("worker", self.worker),
+                ("type", self.event),
+                ("error", " ".join(error.split())[:ERROR_LINE_LIMIT]),
+            ]
+            line = _encode_object(fields).encode() + b"\n"
+            path = os.path.join(self.home, "hook-errors.log")
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if os.fstat(fd).st_size < ERROR_LOG_LIMIT:
+                    os.write(fd, line)
+            finally:
+                os.close(fd)
+        except Exception:  # nowhere left to report to
+            pass
+
+
+def _parse_args(argv: list[str]) -> tuple[str, str]:
+    # No argparse: it imports far more than this whole program.
+    src, home = "claude", ""
+    it = iter(argv)
+    for arg in it:
+        if arg == "--tool":
+            src = next(it, src)
+        elif arg == "--home":
+            home = next(it, home)
+        elif arg.startswith("--tool="):
+            src = arg[7:]
+        elif arg.startswith("--home="):
+            home = arg[7:]
+    if src not in SOURCES:
+        src = "claude"
+    return src, home
+
+
+def _run(ctx: _Context, ts: float, env: Any) -> None:
+    worker = env.get("FLEET_WORKER")
+    payload: dict[str, Any] | None = None
+    complete = True
+    if worker is not None:
+        if not is_worker_id(worker):
+            ctx.worker = None
+            _drain_stdin()
+            raise HookFailure(f"FLEET_WORKER {worker[:80]!r} is not a valid worker id")
+    else:
+        index = read_index(ctx.home)
+        if not index:
+            _drain_stdin()
+            return
+        project = env.get("CLAUDE_PROJECT_DIR")
+        if project:
+            worker = find_worker(index, os.path.realpath(project))
+            if worker is None:
+                _drain_stdin()
+                return
+        else:
+            payload, complete = _read_payload()
+            cwd = payload.get("cwd")
+            if not isinstance(cwd, str) or not cwd:
+                return
+            worker = find_worker(index, os.path.realpath(cwd))
+            if worker is None:
+                return
+        if not is_worker_id(worker):
+            raise HookFailure(f"worktrees.tsv names an invalid worker id {worker[:80]!r}")
+    ctx.worker = worker
+    if payload is None:
+        payload, complete = _read_payload()
+    event = payload.get("hook_event_name")
+    if isinstance(event, str) and event:
+        ctx.event = event[:TYPE_LIMIT]
+    if ctx.event is None:
+        raise HookFailure(
+            "payload has no hook_event_name" if payload else "payload is empty or not JSON"
+        )
+    detail = env.get("FLEET_HOOK_DETAIL") == "summary"
+    line = encode_line(ts, ctx.src, ctx.event, payload, detail=detail)
+    append_line(journal_path(ctx.home, worker), line)
+    if not complete:
+        raise HookFailure(f"payload over {READ_LIMIT} bytes: recorded the fields read before it")
+
+
+# -- finding the worker ------------------------------------------------------------------------
+
+
+def is_worker_id(worker: str) -> bool:
+    """Same rule as ``fleet._core.ids``: ``[a-z0-9][a-z0-9._-]{0,63}`` (without importing re)."""
+    return (
+        0 < len(worker) <= 64
+        and worker[0] in _WORKER_FIRST
+        and all(c in _WORKER_CHARS for c in worker)
+    )
+
+
+def read_index(home: str) -> dict[str, str]:
+    """``worktrees.tsv``: ``<realpath>\\t<worker>`` lines; the last line for a path wins."""
+    try:
+        with open(os.path.join(home, "worktrees.tsv"), "rb") as f:
+            data = f.read()
+    except OSError:
+        return {}
+    index: dict[str, str] = {}
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        path, sep, worker = raw.partition("\t")
+        if sep and path:
+            index[path] = worker
+    return index
+
+
+def find_worker(index: dict[str, str], project: str) -> str | None:
+    """The worker of the longest indexed path equal to or containing ``project``."""
+    worker = index.get(project)
+    if worker is not None:
+        return worker
+    best = ""
+    for path in index:
+        if len(path) > len(best) and project.startswith(path if path.endswith("/") else path + "/"):
+            best = path
+    return index[best] if best else None
+
+
+# -- reading the payload -----------------------------------------------------------------------
+
+
+def _read_stdin(limit: int) -> tuple[bytes, bool]:
+    """Up to ``limit`` bytes of stdin and whether it ended within them."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        if os.isatty(0):
+            return b"", True
+        while size <= limit:
+            chunk = os.read(0, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        pass
+    data = b"".join(chunks)
+    if len(data) > limit:
+        _drain_stdin()
+        return data[:limit], False
+    return data, True
+
+
+def _drain_stdin() -> None:
+    """Read and drop what the agent is still writing, so it never meets a closed pipe."""
+    drained = 0
+    try:
+        if os.isatty(0):
+            return
+        while drained < DRAIN_LIMIT:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                return
+            drained += len(chunk)
+    except OSError:
+        pass
+
+
+def _read_payload() -> tuple[dict[str, Any], bool]:
+    data, complete = _read_stdin(READ_LIMIT)
+    return parse_payload(data), complete
+
+
+class _ScanContext:
+    """What ``_json.make_scanner`` reads from a decoder: the settings of ``json.loads``, lenient
+    about control characters."""
+
+    strict = False
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict[str, str]
+
+    def __init__(self) -> None:
+        self.memo = {}
+
+    @staticmethod
+    def parse_constant(name: str) -> None:
+        return None  # NaN and Infinity are not JSON
+
+
+_WHITESPACE = " \t\n\r"
+
+
+def parse_payload(data: bytes) -> dict[str, Any]:
+    """The top-level members of a JSON object, as many as can be read.
+
+    Members are read one at a time, so a payload cut short (or broken half-way) still yields every
+    member before the damage. Anything that is not an object gives ``{}``."""
+    text = data.decode("utf-8", "replace")
+    scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
+    out: dict[str, Any] = {}
+    n = len(text)
+    i = _skip(text, 0, n)
+    if i >= n or text[i] != "{":
+        return out
+    i += 1
+    try:
+        while True:
+            i = _skip(text, i, n)
+            if i >= n or text[i] != '"':
+                return out
+            key, i = _json.scanstring(text, i + 1, False)
+            i = _skip(text, i, n)
+            if i >= n or text[i] != ":":
+                return out
+            i = _skip(text, i + 1, n)
+            value, i = scan(text, i)
+            out[key] = value
+            i = _skip(text, i, n)
+            if i >= n or text[i] != ",":
+                return out
+            i += 1
+    except (StopIteration, ValueError, RecursionError):
+        return out
+
+
+def _skip(text: str, i: int, n: int) -> int:
+    while i < n and text[i] in _WHITESPACE:
+        i += 1
+    return i
+
+
+# -- the journal line --------------------------------------------------------------------------
+
+
+def select_fields(payload: dict[str, Any], *, detail: bool = False) -> list[tuple[str, Any]]:
+    """The bounded fields of a payload that go into the journal, in HOOK_FIELDS order."""
+    out: list[tuple[str, Any]] = []
+    for key in HOOK_FIELDS:
+        if key == "detail":
+            if detail:
+                summary = summarize_tool_input(payload)
+                if summary is not None:
+                    out.append((key, summary))
+            continue
+        if key not in payload:
+            continue
+        value = payload[key]
+        if key == "background_tasks":
+            if isinstance(value, list):
+                value = len(value)
+            elif not isinstance(value, int) or isinstance(value, bool):
+                continue
+        elif key == "last_assistant_message":
+            value = _cut_message(value)
+        elif isinstance(value, str):
+            value = value[: MESSAGE_LIMIT if key == "message" else STRING_LIMIT]
+        elif isinstance(value, dict | list):
+            encoded = _encode_value(value)
+            if encoded is None or len(encoded) > NESTED_LIMIT:
+                continue
+            value = _Raw(encoded)
+        out.append((key, value))
+    return out
+
+
+def _cut_message(value: Any) -> Any:
+    if not isinstance(value, str) or len(value) <= LAST_MESSAGE_LIMIT:
+        return value
+    gap = "\n…\n"
+    tail = LAST_MESSAGE_LIMIT - LAST_MESSAGE_HEAD - len(gap)
+    return value[:LAST_MESSAGE_HEAD] + gap + value[-tail:]
+
+
+def encode_line(
+    ts: float, src: str, event: str, payload: dict[str, Any], *, detail: bool = False
+) -> bytes:
+    """One journal line, newline included: the envelope, then the selected fields."""
+    fields: list[tuple[str, Any]] = [
+        ("v", SCHEMA_VERSION),
+        ("ts", ts),
+        ("src", src),
+        ("type", event),
+    ]
+    fields.extend(select_fields(payload, detail=detail))
+    return _encode_object(fields).encode("ascii") + b"\n"
+
+
+class _Raw(str):
+    """Already-encoded JSON."""
+
+
+def _encode_object(fields: Iterable[tuple[str, Any]]) -> str:
+    parts = []
+    for key, value in fields:
+        encoded = _encode_value(value)
+        if encoded is not None:
+            parts.append(_encode_text(key) + ":" + encoded)
+    return "{" + ",".join(parts) + "}"
+
+
+def _encode_text(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from \\ud800-style escapes: not valid UTF-8
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return _encode_str(text)
+
+
+def _encode_value(value: Any, depth: int = 0) -> str | None:
+    """Compact JSON for scalars and small nested values; None for what cannot be encoded."""
+    if isinstance(value, _Raw):
+        return str(value)
+    if isinstance(value, str):
+        return _encode_text(value[:STRING_LIMIT] if depth else value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        finite = value - value == 0.0  # false for NaN and both infinities
+        return repr(value) if finite else None
+    if depth >= 4:
+        return None
+    if isinstance(value, list):
+        items = [_encode_value(v, depth + 1) for v in value[:50]]
+        return "[" + ",".join(v for v in items if v is not None) + "]"
+    if isinstance(value, dict):
+        members = []
+        for k, v in list(value.items())[:50]:
+            encoded = _encode_value(v, depth + 1)
+            if encoded is not None:
+                members.append(_encode_text(str(k)[:STRING_LIMIT]) + ":" + encoded)
+        return "{" + ",".join(members) + "}"
+    return None
+
+
+# -- the opt-in detail summary -----------------------------------------------------------------
+
+
+def summarize_tool_input(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A short, redacted picture of a tool call: the input's keys and the start of a shell
+    command with anything that looks like a secret replaced."""
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    summary: dict[str, Any] = {"input_keys": sorted(str(k)[:64] for k in tool_input)[:20]}
+    tool = payload.get("tool_name")
+    if isinstance(tool, str):
+        summary["tool"] = tool[:100]
+    command = tool_input.get("command", tool_input.get("cmd"))
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command[:40])
+    if isinstance(command, str):
+        summary["command"] = redact_command(command)
+    return summary
+
+
+def redact_command(command: str, limit: int = 120) -> str:
+    words = command[: limit * 2].split()
+    out: list[str] = []
+    secret_next = False
+    for word in words:
+        if secret_next:
+            out.append("[redacted]")
+            secret_next = False
+            continue
+        lowered = word.lower()
+        if lowered in _SECRET_FLAGS:
+            secret_next = True
+            out.append(word)
+        elif _looks_secret(word):
+            name, sep, _ = word.partition("=")
+            out.append(f"{name}=[redacted]" if sep and _secret_name(name) else "[redacted]")
+        else:
+            out.append(word)
+    text = " ".join(out)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(w in upper for w in _SECRET_WORDS)
+
+
+def _looks_secret(word: str) -> bool:
+    name, sep, _ = word.partition("=")
+    if sep and _secret_name(name.lstrip("-")):
+        return True
+    if "://" in word and "@" in word:
+        return True  # credentials in a URL
+    bare = word.strip("'\"")
+    if bare.startswith(_SECRET_PREFIXES) or bare.lower().startswith("bearer"):
+        return True
+    if len(bare) >= 24 and "/" not in bare and "." not in bare:
+        has_digit = any(c.isdigit() for c in bare)
+        has_alpha = any(c.isalpha() for c in bare)
+        return has_digit and has_alpha
+    return False
+
+
+# -- appending ---------------------------------------------------------------------------------
+
+
+def journal_path(home: str, worker: str) -> str:
+    return os.path.join(home, "workers", worker, "journal.jsonl")
+
+
+def append_line(path: str, line: bytes) -> None:
+    """Append one whole line under an exclusive flock with a single write(2); on a short write
+    (a full disk) cut the file back so no torn line stays."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except FileNotFoundError:
+        try:
+            _make_dirs(os.path.dirname(path))
+            fd = os.open(path, flags, FILE_MODE)
+        except OSError as exc:
+            raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
+    except OSError as exc:
+        raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        written = os.write(fd, line)
+        if written != len(line):
+            os.ftruncate(fd, os.fstat(fd).st_size - written)
+            raise HookFailure(f"short write to journal {path}: disk full?")
+    except OSError as exc:
+        raise HookFailure(f"cannot write journal {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _make_dirs(path: str) -> None:
+    """Create ``path`` and its missing parents, each 0700 (os.makedirs would leave the parents
+    at the umask's mode)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        _make_dirs(parent)
+    try:  # noqa: SIM105 - contextlib is a costly import here
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        pass
