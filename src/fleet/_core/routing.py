@@ -1,0 +1,813 @@
+"""Which profile runs each task, and why.
+
+Profiles are clausona profiles (one Claude or Codex account, or one API endpoint) with their last
+quota reading. Routing is a pure function of the tasks, the profiles, the settings, the
+coordinator's own profile and what the user said, so the same input always gives the same plan.
+
+The rules, in order:
+
+1. What the user said: a task's own ``profile``, or a profile the user assigned to it. It is used
+   even when the defaults would skip it; the row then carries a warning saying what it risks.
+2. The settings: ``workers`` is the only pool (the user's ``use`` list replaces it for one
+   request); the ``routing`` rules, in words, are shown beside the plan for the coordinator to
+   apply.
+3. The defaults, for everything left open:
+   - never the coordinator's own profile;
+   - skip a subscription whose quota state is not ``ok`` (or is unknown), or whose 5H or 7D usage
+     is at or over ``maxUsage``; a scoped (per-model) limit at or over ``maxUsage`` excludes only
+     that model on that profile;
+   - same tool as the coordinator when the task does not say and nobody named the pool;
+   - wide mechanical work to API profiles, exploratory work to subscriptions (API profiles have
+     small context windows);
+   - spread: the profile carrying the fewest workers first, then the most headroom, then the
+     name (so ties are broken the same way every time);
+   - a checker runs on a third profile, neither the checked worker's nor the coordinator's.
+4. When no profile is eligible, the row says so (with each profile's reason) instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+
+from fleet._errors import SettingsError
+
+Tool = Literal["claude", "codex"]
+Kind = Literal["subscription", "api"]
+
+TOOLS: Final = ("claude", "codex")
+PROFILE_KINDS: Final = ("subscription", "api")
+QUOTA_STATES: Final = ("ok", "expired", "missing", "cooldown", "error")
+
+#: Kinds of work a task may declare. Anything else is refused when tasks are read.
+WORK_KINDS: Final = ("default", "wide-mechanical", "exploratory")
+
+DEFAULT_MAX_USAGE: Final = 90.0
+#: A quota reading older than this (seconds) is shown as stale. clausona caches readings for
+#: five minutes, so anything much older means nobody refreshed it.
+DEFAULT_STALE_AFTER: Final = 900.0
+RETIRE_MODES: Final = ("ask", "auto")
+
+_QUOTA_STATE_MEANING: Final = {
+    "expired": "its sign-in lapsed, so the numbers are an old reading",
+    "missing": "clausona has no usable credentials for it",
+    "cooldown": "the usage API is rate-limiting this host, so the numbers are an old reading",
+    "error": "the last quota fetch failed",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Profiles
+
+
+@attrs.frozen(kw_only=True)
+class QuotaWindow:
+    """One usage window: percent used (0-100) and when it resets (unix seconds, if known).
+    ``label`` names the model a scoped window limits (``Opus``); empty for the 5H/7D windows."""
+
+    used_percent: float
+    resets_at: float | None = None
+    label: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Quota:
+    """clausona's QuotaSnapshot. Any state other than ``ok`` means the numbers, if present, are
+    the last known reading. ``fetched_at`` is unix seconds (clausona writes milliseconds)."""
+
+    state: str
+    fetched_at: float | None = None
+    session: QuotaWindow | None = None
+    weekly: QuotaWindow | None = None
+    scoped: QuotaWindow | None = None
+
+    @property
+    def used(self) -> float:
+        """The fuller of the 5H and 7D windows (0 when neither was reported)."""
+        return max(
+            (w.used_percent for w in (self.session, self.weekly) if w is not None), default=0.0
+        )
+
+    def age(self, now: float) -> float | None:
+        return None if self.fetched_at is None else max(0.0, now - self.fetched_at)
+
+    def is_stale(self, now: float, stale_after: float = DEFAULT_STALE_AFTER) -> bool:
+        age = self.age(now)
+        return age is not None and age > stale_after
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """One clausona profile, as ``clausona list --json`` reports it.
+
+    ``is_active`` is the profile ``clausona use`` selected for its tool; it says nothing about
+    which profile the coordinator runs on (see :func:`coordinator_of`)."""
+
+    name: str
+    tool: str
+    kind: str = "subscription"
+    model: str | None = None
+    config_dir: Path
+    label: str = ""
+    email: str = ""
+    is_active: bool = False
+    is_primary: bool = False
+    quota: Quota | None = None
+
+    @property
+    def short(self) -> str:
+        return self.name.split(":", 1)[-1]
+
+    @property
+    def is_api(self) -> bool:
+        return self.kind == "api"
+
+    @property
+    def headroom(self) -> float | None:
+        """Percent left in the fuller of the 5H/7D windows; None for API profiles (no quota)
+        and for subscriptions without a reading."""
+        if self.is_api or self.quota is None:
+            return None
+        return max(0.0, 100.0 - self.quota.used)
+
+
+def parse_time(value: object) -> float | None:
+    """An ISO 8601 timestamp (``2026-09-20T14:00:00.000Z``) or epoch number as unix seconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not a time: {value!r}")
+    if isinstance(value, int | float):
+        # clausona's fetchedAt is milliseconds; anything this large cannot be seconds.
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 time: {value!r}") from None
+    raise ValueError(f"not a time: {value!r}")
+
+
+def _window(data: object, where: str, *, scoped: bool = False) -> QuotaWindow | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where} is not an object")
+    used = data.get("usedPercent")
+    if isinstance(used, bool) or not isinstance(used, int | float):
+        raise ValueError(f"{where}.usedPercent is not a number")
+    label = data.get("label", "")
+    if scoped and not isinstance(label, str):
+        raise ValueError(f"{where}.label is not a string")
+    return QuotaWindow(
+        used_percent=min(100.0, max(0.0, float(used))),
+        resets_at=parse_time(data.get("resetsAt")),
+        label=label if scoped and isinstance(label, str) else "",
+    )
+
+
+def profile_from_json(data: object, index: int = 0) -> Profile:
+    """One ``ProfileListItem`` of ``clausona list --json``. Raises ValueError naming the field.
+
+    A missing ``kind`` is a subscription (older registries have none); a bare name gets its
+    tool as prefix so names are always ``tool:name``."""
+    where = f"profile {index}"
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where} is not an object")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where} has no name")
+    where = f"profile {name!r}"
+    tool = data.get("tool")
+    if tool not in TOOLS:
+        raise ValueError(f"{where}: tool {tool!r} is not claude or codex")
+    assert isinstance(tool, str)
+    if ":" not in name:
+        name = f"{tool}:{name}"
+    kind = data.get("kind") or "subscription"
+    if kind not in PROFILE_KINDS:
+        raise ValueError(f"{where}: kind {kind!r} is not subscription or api")
+    config_dir = data.get("configDir")
+    if not isinstance(config_dir, str) or not config_dir:
+        raise ValueError(f"{where} has no configDir")
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ValueError(f"{where}: model is not a string")
+    quota = None
+    raw_quota = data.get("quota")
+    if raw_quota is not None:
+        if not isinstance(raw_quota, Mapping):
+            raise ValueError(f"{where}: quota is not an object")
+        state = raw_quota.get("state")
+        if not isinstance(state, str) or not state:
+            raise ValueError(f"{where}: quota.state is missing")
+        quota = Quota(
+            # An unknown future state is kept as it is: anything but "ok" is skipped anyway.
+            state=state,
+            fetched_at=parse_time(raw_quota.get("fetchedAt")),
+            session=_window(raw_quota.get("session"), f"{where}: quota.session"),
+            weekly=_window(raw_quota.get("weekly"), f"{where}: quota.weekly"),
+            scoped=_window(raw_quota.get("scoped"), f"{where}: quota.scoped", scoped=True),
+        )
+    label = data.get("label")
+    email = data.get("email")
+    return Profile(
+        name=name,
+        tool=tool,
+        kind=kind,
+        model=model or None,
+        config_dir=Path(config_dir),
+        label=label if isinstance(label, str) else "",
+        email=email if isinstance(email, str) else "",
+        is_active=data.get("isActive") is True,
+        is_primary=data.get("isPrimary") is True,
+        quota=quota,
+    )
+
+
+def profiles_from_json(data: object) -> list[Profile]:
+    """The whole ``clausona list --json`` output: a top-level array of profiles."""
+    if not isinstance(data, list):
+        raise ValueError("expected a JSON array of profiles")
+    profiles = [profile_from_json(item, i) for i, item in enumerate(data)]
+    seen: set[str] = set()
+    for p in profiles:
+        if p.name.lower() in seen:
+            raise ValueError(f"profile {p.name!r} is listed twice")
+        seen.add(p.name.lower())
+    return profiles
+
+
+def resolve(name: str, profiles: Iterable[Profile]) -> Profile | str:
+    """The profile called ``name`` (``tool:name``, or a bare name unique across tools; case
+    does not matter, as in clausona), or a one-line reason why there is none."""
+    wanted = name.strip().lower()
+    pool = list(profiles)
+    for p in pool:
+        if p.name.lower() == wanted:
+            return p
+    if ":" not in wanted:
+        matches = [p for p in pool if p.short.lower() == wanted]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            return f"profile {name!r} is ambiguous: say {' or '.join(p.name for p in matches)}"
+    return f"no profile {name!r} in clausona's list"
+
+
+# --------------------------------------------------------------------------------------------
+# Settings
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """The keys of ``~/.clausona/fleet.json`` that routing and retiring read.
+
+    ``workers`` None means the key is absent (every profile may be a worker); an empty tuple
+    means nobody may."""
+
+    workers: tuple[str, ...] | None = None
+    routing: tuple[str, ...] = ()
+    max_usage: float = DEFAULT_MAX_USAGE
+    retire: str = "ask"
+    permissions: Mapping[str, str] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Settings:
+        """Read the known keys, refusing values of the wrong shape; unknown keys are ignored
+        here (and kept in the file)."""
+        errors: list[str] = []
+        workers: tuple[str, ...] | None = None
+        if data.get("workers") is not None:
+            raw = data["workers"]
+            if isinstance(raw, str):
+                raw = [w for w in re.split(r"[,\s]+", raw) if w]
+            if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
+                errors.append("workers must be a list of profile names")
+            else:
+                workers = tuple(raw)
+        routing: tuple[str, ...] = ()
+        raw_routing = data.get("routing")
+        if isinstance(raw_routing, str):
+            routing = (raw_routing,) if raw_routing.strip() else ()
+        elif isinstance(raw_routing, list) and all(isinstance(r, str) for r in raw_routing):
+            routing = tuple(raw_routing)
+        elif raw_routing is not None:
+            errors.append("routing must be text or a list of texts")
+        max_usage = DEFAULT_MAX_USAGE
+        raw_max = data.get("maxUsage")
+        if raw_max is not None:
+            if (
+                isinstance(raw_max, bool)
+                or not isinstance(raw_max, int | float)
+                or not 0 < raw_max <= 100
+            ):
+                errors.append("maxUsage must be a number above 0 and at most 100")
+            else:
+                max_usage = float(raw_max)
+        retire = data.get("retire") or "ask"
+        if retire not in RETIRE_MODES:
+            errors.append("retire must be ask or auto")
+            retire = "ask"
+        permissions: dict[str, str] = {}
+        raw_perm = data.get("permissions")
+        if raw_perm is not None:
+            if not isinstance(raw_perm, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in raw_perm.items()
+            ):
+                errors.append("permissions must be an object of texts")
+            else:
+                permissions = dict(raw_perm)
+        if errors:
+            raise SettingsError("; ".join(errors))
+        return cls(
+            workers=workers,
+            routing=routing,
+            max_usage=max_usage,
+            retire=str(retire),
+            permissions=permissions,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Eligibility
+
+
+def scoped_limits_model(window: QuotaWindow, model: str) -> bool:
+    """Whether a scoped window (label ``Opus``, ``GPT-5-Codex``) covers ``model`` (an id such as
+    ``claude-opus-4-5`` or an alias such as ``opus``). Compared without case or punctuation."""
+    label = _squash(window.label)
+    wanted = _squash(model)
+    return bool(label) and bool(wanted) and (label in wanted or wanted in label)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0f}%"
+
+
+@attrs.frozen(kw_only=True)
+class Assessment:
+    """Whether a profile may be a worker now (for a model, if given), and why not."""
+
+    profile: str
+    eligible: bool
+    reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def quota_problems(profile: Profile, max_usage: float, model: str | None = None) -> list[str]:
+    """What the defaults hold against this profile's quota; empty when it is fine."""
+    if profile.is_api:
+        return []
+    q = profile.quota
+    if q is None:
+        return ["no quota reading (clausona did not fetch one)"]
+    problems = []
+    if q.state != "ok":
+        meaning = _QUOTA_STATE_MEANING.get(q.state, "its quota is not readable")
+        problems.append(f"quota state {q.state}: {meaning}")
+    if q.session is not None and q.session.used_percent >= max_usage:
+        problems.append(f"5H usage {_pct(q.session.used_percent)} >= maxUsage {_pct(max_usage)}")
+    if q.weekly is not None and q.weekly.used_percent >= max_usage:
+        problems.append(f"7D usage {_pct(q.weekly.used_percent)} >= maxUsage {_pct(max_usage)}")
+    if (
+        model
+        and q.scoped is not None
+        and q.scoped.used_percent >= max_usage
+        and scoped_limits_model(q.scoped, model)
+    ):
+        problems.append(
+            f"{q.scoped.label} limit {_pct(q.scoped.used_percent)} >= maxUsage "
+            f"{_pct(max_usage)} (model {model})"
+        )
+    return problems
+
+
+def assess(
+    profile: Profile,
+    *,
+    settings: Settings,
+    coordinator: Profile | None,
+    now: float,
+    model: str | None = None,
+    pool: Sequence[str] | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> Assessment:
+    """May ``profile`` take a worker now? ``pool`` overrides ``settings.workers``."""
+    reasons: list[str] = []
+    notes: list[str] = []
+    if coordinator is not None and profile.name == coordinator.name:
+        reasons.append("the coordinator's own profile")
+    names = pool if pool is not None else settings.workers
+    if names is not None and not _in_pool(profile, names):
+        reasons.append("not in workers" if pool is None else "not among the profiles named")
+    reasons.extend(quota_problems(profile, settings.max_usage, model))
+    q = profile.quota
+    if q is not None and not profile.is_api:
+        if q.is_stale(now, stale_after):
+            notes.append(f"quota reading is {_duration(q.age(now) or 0.0)} old")
+        if q.scoped is not None and q.scoped.used_percent >= settings.max_usage and not model:
+            notes.append(
+                f"{q.scoped.label} limit at {_pct(q.scoped.used_percent)}: not for {q.scoped.label}"
+            )
+    return Assessment(
+        profile=profile.name, eligible=not reasons, reasons=tuple(reasons), notes=tuple(notes)
+    )
+
+
+def _in_pool(profile: Profile, names: Sequence[str]) -> bool:
+    for n in names:
+        wanted = n.strip().lower()
+        if wanted == profile.name.lower() or (
+            ":" not in wanted and wanted == profile.short.lower()
+        ):
+            return True
+    return False
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f}h"
+    return f"{seconds / 86400:.0f}d"
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks and plans
+
+
+@attrs.frozen(kw_only=True)
+class Task:
+    """One task to route. ``tool`` None lets routing choose; ``profile`` is the user's choice;
+    ``checker_of`` names the task this one checks."""
+
+    name: str
+    tool: str | None = None
+    profile: str | None = None
+    model: str | None = None
+    kind: str = "default"
+    checker_of: str | None = None
+    brief: Path | None = None
+
+    @property
+    def is_checker(self) -> bool:
+        return self.checker_of is not None
+
+
+@attrs.frozen(kw_only=True)
+class Choices:
+    """What the user said in this request: the profiles to use (replacing ``workers`` for
+    this plan), a profile per task, and whether to start without asking."""
+
+    use: tuple[str, ...] = ()
+    assign: Mapping[str, str] = attrs.field(factory=dict)
+    start_now: bool = False
+
+
+def clausona_run_prefix(profile: str) -> tuple[str, ...]:
+    """``clausona run <profile> --``: the tool's own arguments follow. Only ``clausona run``
+    puts a worker on the profile chosen, whatever CLAUDE_CONFIG_DIR/CODEX_HOME it inherits."""
+    return ("clausona", "run", profile, "--")
+
+
+@attrs.frozen(kw_only=True)
+class PlanRow:
+    task: str
+    tool: str | None
+    profile: str | None
+    model: str | None
+    config_dir: Path | None
+    launch: tuple[str, ...]
+    reason: str
+    warnings: tuple[str, ...] = ()
+    kind: str = "default"
+    checker_of: str | None = None
+    named: bool = False
+
+    @property
+    def routed(self) -> bool:
+        return self.profile is not None
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    rows: tuple[PlanRow, ...]
+    warnings: tuple[str, ...]
+    routing: tuple[str, ...]
+    needs_ok: bool
+    max_usage: float
+    coordinator: str | None
+
+    @property
+    def complete(self) -> bool:
+        return all(r.routed for r in self.rows)
+
+    def row(self, task: str) -> PlanRow:
+        for r in self.rows:
+            if r.task == task:
+                return r
+        raise KeyError(task)
+
+
+def _mentions(text: str, profile: Profile) -> bool:
+    low = text.lower()
+    if profile.name.lower() in low:
+        return True
+    return re.search(rf"(?<![\w:-]){re.escape(profile.short.lower())}(?![\w-])", low) is not None
+
+
+def plan(
+    tasks: Sequence[Task],
+    profiles: Sequence[Profile],
+    *,
+    settings: Settings,
+    coordinator: Profile | None,
+    now: float,
+    choices: Choices | None = None,
+    coordinator_tool: str | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> Plan:
+    """Route every task to a profile, explaining each choice. Pure and deterministic."""
+    choices = choices or Choices()
+    coord_tool = coordinator_tool or (coordinator.tool if coordinator else None)
+    by_name = {t.name: t for t in tasks}
+    if len(by_name) != len(tasks):
+        names = [t.name for t in tasks]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise SettingsError(f"task names must be unique: {', '.join(twice)} repeats")
+    warnings: list[str] = []
+    if coordinator is None:
+        warnings.append(
+            "the coordinator's own profile is unknown (no profile's configDir matches): "
+            "nothing is excluded as the coordinator's"
+        )
+    pool: tuple[str, ...] | None = choices.use or None
+    if pool is None and settings.workers is not None:
+        pool = settings.workers
+    for n in pool or ():
+        found = resolve(n, profiles)
+        if isinstance(found, str):
+            source = "the profiles named" if choices.use else "settings workers"
+            warnings.append(f"{source}: {found}")
+    named_pool = bool(choices.use) or settings.workers is not None
+
+    ctx = _Context(
+        profiles=profiles, settings=settings, coordinator=coordinator, coord_tool=coord_tool,
+        now=now, pool=pool, named_pool=named_pool, stale_after=stale_after,
+    )
+    counts: dict[str, int] = {p.name: 0 for p in profiles}
+    rows: dict[str, PlanRow] = {}
+
+    def finish(row: PlanRow) -> None:
+        rows[row.task] = row
+        if row.profile is not None:
+            counts[row.profile] = counts.get(row.profile, 0) + 1
+
+    # Named tasks first, so automatic choices spread around them; checkers after the tasks
+    # they check, since the checked worker's profile must be known.
+    order = _order(tasks, set(choices.assign))
+    for task in order:
+        if task.name in rows:
+            continue
+        explicit = choices.assign.get(task.name) or task.profile
+        checked = rows.get(task.checker_of) if task.checker_of else None
+        if task.checker_of is not None and task.checker_of not in by_name:
+            finish(_unrouted(task, f"checks {task.checker_of!r}, which is not a task"))
+            continue
+        if task.checker_of is not None and checked is None:
+            finish(_unrouted(task, f"checks {task.checker_of!r} in a cycle of checkers"))
+            continue
+        if explicit:
+            finish(_named(ctx, task, explicit, checked))
+            continue
+        finish(_choose(ctx, task, checked, counts))
+
+    ordered = tuple(rows[t.name] for t in tasks)
+    routed = [r for r in ordered if r.profile is not None]
+    if len(routed) >= 3:
+        for name in sorted({r.profile for r in routed if r.profile}):
+            carried = sum(1 for r in routed if r.profile == name)
+            if carried * 2 > len(routed):
+                warnings.append(
+                    f"{name} carries {carried} of {len(routed)} workers: no other eligible "
+                    "profile had room"
+                )
+    for r in ordered:
+        warnings.extend(f"{r.task}: {w}" for w in r.warnings)
+
+    request_named = bool(choices.use) or bool(choices.assign) or any(t.profile for t in tasks)
+    settings_named = bool(settings.workers) or any(
+        _mentions(text, p) for text in settings.routing for p in profiles
+    )
+    return Plan(
+        rows=ordered,
+        warnings=tuple(warnings),
+        routing=settings.routing,
+        needs_ok=not (request_named or settings_named or choices.start_now),
+        max_usage=settings.max_usage,
+        coordinator=coordinator.name if coordinator else None,
+    )
+
+
+def _order(tasks: Sequence[Task], assigned: set[str]) -> list[Task]:
+    """Named non-checkers, then other non-checkers, then checkers in dependency order; a
+    checker in a cycle (or of an unknown task) comes last and is reported unrouted."""
+    plain = [t for t in tasks if not t.is_checker]
+    named = [t for t in plain if t.profile or t.name in assigned]
+    order = named + [t for t in plain if t not in named]
+    placed = {t.name for t in order}
+    names = {t.name for t in tasks}
+    pending = [t for t in tasks if t.is_checker]
+    progress = True
+    while pending and progress:
+        progress = False
+        for t in list(pending):
+            if t.checker_of in placed or t.checker_of not in names:
+                order.append(t)
+                placed.add(t.name)
+                pending.remove(t)
+                progress = True
+    return order + pending
+
+
+def _unrouted(task: Task, reason: str) -> PlanRow:
+    return PlanRow(
+        task=task.name,
+        tool=task.tool,
+        profile=None,
+        model=task.model,
+        config_dir=None,
+        launch=(),
+        reason=reason,
+        kind=task.kind,
+        checker_of=task.checker_of,
+    )
+
+
+def _row(task: Task, p: Profile, reason: str, warnings: list[str], named: bool) -> PlanRow:
+    return PlanRow(
+        task=task.name,
+        tool=p.tool,
+        profile=p.name,
+        model=task.model or p.model,
+        config_dir=p.config_dir,
+        launch=clausona_run_prefix(p.name),
+        reason=reason,
+        warnings=tuple(warnings),
+        kind=task.kind,
+        checker_of=task.checker_of,
+        named=named,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class _Context:
+    profiles: Sequence[Profile]
+    settings: Settings
+    coordinator: Profile | None
+    coord_tool: str | None
+    now: float
+    pool: tuple[str, ...] | None
+    named_pool: bool
+    stale_after: float
+
+
+def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> PlanRow:
+    profiles, settings, coordinator = ctx.profiles, ctx.settings, ctx.coordinator
+    now, pool, stale_after = ctx.now, ctx.pool, ctx.stale_after
+    found = resolve(name, profiles)
+    if isinstance(found, str):
+        return _unrouted(task, f"named {name!r}, but {found}")
+    p = found
+    if task.tool is not None and task.tool != p.tool:
+        return _unrouted(task, f"named {p.name}, a {p.tool} profile, for a {task.tool} task")
+    warnings: list[str] = []
+    model = task.model or p.model
+    if coordinator is not None and p.name == coordinator.name:
+        warnings.append(
+            f"{p.name} is the coordinator's own profile: the worker spends the coordinator's "
+            "limits and can stall it"
+        )
+    for problem in quota_problems(p, settings.max_usage, model):
+        warnings.append(f"{p.name}: {problem}: the worker may stop at a usage limit")
+    if pool is not None and not _in_pool(p, pool):
+        warnings.append(f"{p.name} is not in workers")
+    if checked is not None and checked.profile == p.name:
+        warnings.append(f"{p.name} also runs {checked.task}: the check is not independent")
+    warnings.extend(_notes(p, settings, now, model, stale_after))
+    warnings.extend(_kind_warnings(task, p))
+    return _row(task, p, "named by the user", warnings, named=True)
+
+
+def _notes(
+    p: Profile, settings: Settings, now: float, model: str | None, stale_after: float
+) -> list[str]:
+    notes: list[str] = []
+    q = p.quota
+    if q is None or p.is_api:
+        return notes
+    if q.is_stale(now, stale_after):
+        notes.append(
+            f"{p.name}'s quota reading is {_duration(q.age(now) or 0.0)} old "
+            "(`clausona list --refresh` updates it)"
+        )
+    if q.scoped is not None and q.scoped.used_percent >= settings.max_usage and not model:
+        notes.append(
+            f"{p.name}'s {q.scoped.label} limit is at {_pct(q.scoped.used_percent)}: "
+            f"do not run {q.scoped.label} there (no model was given)"
+        )
+    return notes
+
+
+def _kind_warnings(task: Task, p: Profile) -> list[str]:
+    if task.kind == "exploratory" and p.is_api:
+        return [f"exploratory work on API profile {p.name}: a long brief may overflow its context"]
+    return []
+
+
+def _tier(task: Task, p: Profile, coord_tool: str | None, named_pool: bool) -> int:
+    """Lower is preferred. Work kind first, then the coordinator's tool."""
+    wants_api = task.kind == "wide-mechanical"
+    kind_rank = 0 if p.is_api == wants_api else 1
+    tool_rank = 0
+    if task.tool is None and not named_pool and coord_tool is not None and p.tool != coord_tool:
+        tool_rank = 1
+    return tool_rank * 2 + kind_rank
+
+
+def _choose(
+    ctx: _Context, task: Task, checked: PlanRow | None, counts: Mapping[str, int]
+) -> PlanRow:
+    profiles, settings, coordinator = ctx.profiles, ctx.settings, ctx.coordinator
+    now, pool, stale_after = ctx.now, ctx.pool, ctx.stale_after
+    coord_tool, named_pool = ctx.coord_tool, ctx.named_pool
+    candidates: list[Profile] = []
+    skipped: list[str] = []
+    for p in sorted(profiles, key=lambda p: p.name):
+        if task.tool is not None and p.tool != task.tool:
+            continue
+        a = assess(
+            p,
+            settings=settings,
+            coordinator=coordinator,
+            now=now,
+            model=task.model,
+            pool=pool,
+            stale_after=stale_after,
+        )
+        reasons = list(a.reasons)
+        if checked is not None and checked.profile == p.name:
+            reasons.append(f"runs {checked.task}, which this task checks")
+        if reasons:
+            skipped.append(f"{p.name}: {'; '.join(reasons)}")
+        else:
+            candidates.append(p)
+    if not candidates:
+        tool = f" {task.tool}" if task.tool else ""
+        detail = " | ".join(skipped) if skipped else f"clausona lists no{tool} profiles"
+        return _unrouted(task, f"no eligible profile ({detail})")
+
+    def key(p: Profile) -> tuple[int, int, float, str]:
+        headroom = p.headroom if p.headroom is not None else 100.0
+        return (_tier(task, p, coord_tool, named_pool), counts.get(p.name, 0), -headroom, p.name)
+
+    best = min(candidates, key=key)
+    why: list[str] = []
+    tier = _tier(task, best, coord_tool, named_pool)
+    if task.kind == "wide-mechanical":
+        why.append(
+            "API profile for wide mechanical work"
+            if best.is_api
+            else "wide mechanical work, but no API profile is eligible"
+        )
+    elif best.is_api:
+        why.append("no subscription is eligible")
+    if tier >= 2:
+        why.append(f"no {coord_tool} profile is eligible")
+    head = best.headroom
+    why.append(f"{_pct(head)} headroom" if head is not None else "no quota limits (API)")
+    load = counts.get(best.name, 0)
+    why.append(f"{load} other worker{'s' if load != 1 else ''} on it")
+    if checked is not None:
+        why.append(f"third profile: not {checked.profile or checked.task}'s, not the coordinator's")
+    warnings = _notes(best, settings, now, task.model or best.model, stale_after)
+    warnings.extend(_kind_warnings(task, best))
+    if checked is not None and checked.profile is None:
+        warnings.append(f"{checked.task} has no profile, so the check may share it")
+    return _row(task, best, ", ".join(why), warnings, named=False)

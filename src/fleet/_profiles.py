@@ -1,0 +1,138 @@
+"""Reading clausona profiles: from ``clausona list --json``, or from a JSON snapshot file of the
+same output (for tests, and for people who keep one).
+
+``$FLEET_CLAUSONA`` names the clausona binary (default ``clausona`` on PATH); ``$FLEET_PROFILES``
+names a snapshot file to read instead of running it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Final
+
+from fleet._core.routing import Profile, profiles_from_json, resolve
+from fleet._errors import SettingsError, ToolError
+from fleet._runner import Runner, SubprocessRunner
+
+CLAUSONA_ENV: Final = "FLEET_CLAUSONA"
+PROFILES_ENV: Final = "FLEET_PROFILES"
+COORDINATOR_DIRS: Final = {
+    "claude": ("CLAUDE_CONFIG_DIR", ".claude"),
+    "codex": ("CODEX_HOME", ".codex"),
+}
+
+
+def clausona_binary(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return env.get(CLAUSONA_ENV) or "clausona"
+
+
+def _error_line(stderr: str, stdout: str) -> str:
+    """clausona reports errors on stderr as ``  ✖ <message>``; keep just the message."""
+    lines = [ln.strip() for ln in (stderr or stdout).splitlines() if ln.strip()]
+    marked = [ln for ln in lines if ln.startswith("✖")]
+    line = (marked or lines or [""])[-1]
+    return line.removeprefix("✖").strip()
+
+
+def parse_list_output(text: str, where: str) -> list[Profile]:
+    """Profiles from the text of ``clausona list --json``; ValueError names ``where``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{where} is not JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
+        ) from None
+    try:
+        return profiles_from_json(data)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def load_profiles(
+    *,
+    runner: Runner | None = None,
+    source: str | os.PathLike[str] | None = None,
+    binary: str | None = None,
+) -> list[Profile]:
+    """Every clausona profile with its last quota reading.
+
+    From ``source`` (a file holding ``clausona list --json`` output) when given or when
+    ``$FLEET_PROFILES`` is set; otherwise by running ``clausona list --json`` through
+    ``runner``. A missing clausona, an error from it or output that is not its profile list
+    is a ToolError; a snapshot file that cannot be read is a SettingsError."""
+    if source is None and os.environ.get(PROFILES_ENV):
+        source = os.environ[PROFILES_ENV]
+    if source is not None:
+        path = Path(source).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"cannot read profiles from {path}: {exc}") from None
+        try:
+            return parse_list_output(text, str(path))
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    runner = runner or SubprocessRunner()
+    argv = [binary or clausona_binary(), "list", "--json"]
+    done = runner.run(argv, timeout=120.0)
+    if done.returncode != 0:
+        detail = _error_line(done.stderr, done.stdout) or "no message"
+        raise ToolError(f"clausona list failed (exit {done.returncode}): {detail}")
+    try:
+        return parse_list_output(done.stdout, "the output of `clausona list --json`")
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def find_profile(name: str, profiles: Iterable[Profile]) -> Profile:
+    """The profile called ``name`` (``tool:name`` or a unique bare name, any case)."""
+    found = resolve(name, profiles)
+    if isinstance(found, str):
+        raise SettingsError(found)
+    return found
+
+
+def coordinator_dir(tool: str, env: Mapping[str, str] | None = None) -> Path:
+    """The config dir a coordinator of ``tool`` runs on: $CLAUDE_CONFIG_DIR or ~/.claude,
+    $CODEX_HOME or ~/.codex."""
+    env = os.environ if env is None else env
+    if tool not in COORDINATOR_DIRS:
+        raise SettingsError(f"unknown coordinator tool {tool!r}: use claude or codex")
+    var, default = COORDINATOR_DIRS[tool]
+    if env.get(var):
+        return Path(env[var]).expanduser()
+    home = env.get("HOME")
+    return (Path(home) if home else Path.home()) / default
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    return os.path.realpath(os.path.expanduser(a)) == os.path.realpath(os.path.expanduser(b))
+
+
+def coordinator_profile(
+    profiles: Iterable[Profile], tool: str, env: Mapping[str, str] | None = None
+) -> Profile | None:
+    """The coordinator's own profile: the ``tool`` profile whose configDir is the coordinator's
+    config dir (compared as resolved paths). ``isActive`` is something else: the profile
+    ``clausona use`` selected."""
+    wanted = coordinator_dir(tool, env)
+    for p in profiles:
+        if p.tool == tool and _same_dir(p.config_dir, wanted):
+            return p
+    return None
+
+
+def detect_coordinator_tool(env: Mapping[str, str] | None = None) -> str:
+    """The tool the coordinator runs in, guessed from its environment: Codex sets CODEX_*
+    variables in the shells it runs (its sandbox, its thread id); Claude Code sets CLAUDECODE."""
+    env = os.environ if env is None else env
+    if env.get("CLAUDECODE"):
+        return "claude"
+    markers = ("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID", "CODEX_CI")
+    if any(env.get(m) for m in markers):
+        return "codex"
+    return "claude"

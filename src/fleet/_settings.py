@@ -1,0 +1,207 @@
+"""fleet's settings file: ``~/.clausona/fleet.json``.
+
+The file is shared with clausona's fleet plugins, so fleet reads and writes it the way they do:
+
+- When ``fleet.json`` does not exist, the older ``superset-fleet.json`` beside it is read
+  instead, and the first change copies it to ``fleet.json`` (the old file is left as it was).
+- A change writes one key and keeps every other key, unknown ones included, in their order.
+- Writes are atomic (a temporary file in the same directory, fsynced, then renamed over the old
+  one, through a symlink to its target) and serialized with a lock on the directory.
+- A file that is not a JSON object is refused with a one-line error and never rewritten.
+
+Keys: ``workers`` (the only profiles that may be workers), ``routing`` (the user's rules in
+words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``permissions``
+(``{"claude": mode, "codex": policy, "codexSandbox": sandbox}``).
+
+Where: ``settings_path`` argument, else ``$FLEET_SETTINGS``, else ``~/.clausona/fleet.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from fleet._core.routing import Settings
+from fleet._errors import SettingsError
+
+FILE_NAME: Final = "fleet.json"
+LEGACY_NAME: Final = "superset-fleet.json"
+ENV_VAR: Final = "FLEET_SETTINGS"
+
+#: Keys fleet knows, with the shape `fleet settings set` checks before writing.
+KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions")
+
+_MISSING: Final = object()
+
+
+def settings_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The settings file fleet writes: ``path``, ``$FLEET_SETTINGS`` or the default."""
+    if path is not None:
+        return Path(path).expanduser()
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".clausona" / FILE_NAME
+
+
+def legacy_path(path: Path) -> Path | None:
+    """The older file read in place of ``path`` when ``path`` is a ``fleet.json``."""
+    return path.with_name(LEGACY_NAME) if path.name == FILE_NAME else None
+
+
+def source_path(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """The file settings are read from now: ``fleet.json``, else the legacy one, else None."""
+    target = settings_path(path)
+    if target.exists():
+        return target
+    old = legacy_path(target)
+    if old is not None and old.exists():
+        return old
+    return None
+
+
+def _read_object(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path} is not UTF-8 text: fix or remove it") from None
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not text.strip():
+        # An empty file is what `touch` leaves; treat it as no settings rather than an error.
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{path} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
+            "fix or remove it, fleet left it untouched"
+        ) from None
+    if not isinstance(data, dict):
+        raise SettingsError(
+            f"{path} holds a JSON {type(data).__name__}, not an object; "
+            "fix or remove it, fleet left it untouched"
+        )
+    return data
+
+
+def read_raw(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Every key of the settings file (empty when there is none)."""
+    source = source_path(path)
+    return {} if source is None else _read_object(source)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """The settings routing reads; a value of the wrong shape is a SettingsError naming the
+    file."""
+    source = source_path(path)
+    data = {} if source is None else _read_object(source)
+    try:
+        return Settings.from_mapping(data)
+    except SettingsError as exc:
+        raise SettingsError(f"{source}: {exc}") from None
+
+
+def _split(key: str) -> list[str]:
+    parts = key.split(".")
+    if not key or any(not p for p in parts):
+        raise SettingsError(f"invalid settings key {key!r}: use NAME or NAME.SUBKEY")
+    return parts
+
+
+def get(key: str, path: str | os.PathLike[str] | None = None, default: Any = None) -> Any:
+    """The value at ``key`` (``permissions.claude`` reaches into objects), or ``default``."""
+    node: Any = read_raw(path)
+    for part in _split(key):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def check_value(key: str, value: Any) -> Any:
+    """``value`` as it will be stored under ``key``, or SettingsError when a known key would
+    get a value of the wrong shape. ``workers`` also takes comma-separated text."""
+    top = _split(key)[0]
+    if top == "workers" and len(_split(key)) == 1 and isinstance(value, str):
+        value = [w.strip() for w in value.split(",") if w.strip()]
+    if top in KNOWN_KEYS and len(_split(key)) == 1:
+        Settings.from_mapping({top: value})
+    elif top == "permissions" and not isinstance(value, str):
+        raise SettingsError(f"{key} must be text")
+    return value
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    # A lock on the directory itself leaves no lock file behind in ~/.clausona.
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    target = path.resolve() if path.is_symlink() else path
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _update(path: str | os.PathLike[str] | None, key: str, value: Any) -> Path:
+    target = settings_path(path)
+    parts = _split(key)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise SettingsError(f"cannot create {target.parent}: {exc.strerror or exc}") from None
+    with _locked(target.parent):
+        data = read_raw(target)
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise SettingsError(f"cannot set {key}: {part} is not an object in {target}")
+            node = child
+        if value is _MISSING:
+            if parts[-1] not in node:
+                return target
+            del node[parts[-1]]
+        else:
+            node[parts[-1]] = value
+        try:
+            _write_atomic(target, data)
+        except OSError as exc:
+            raise SettingsError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return target
+
+
+def set(key: str, value: Any, path: str | os.PathLike[str] | None = None) -> Path:
+    """Set one key (checked when fleet knows it), keep every other key; returns the file."""
+    return _update(path, key, check_value(key, value))
+
+
+def unset(key: str, path: str | os.PathLike[str] | None = None) -> Path:
+    """Remove one key, keeping the others; returns the file."""
+    return _update(path, key, _MISSING)
