@@ -1,0 +1,266 @@
+"""check, retire, report, demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fleet._check import DEFAULT_CMD_TIMEOUT, CheckResult, check_worker
+from fleet._cli._common import Exit, add_json, print_json, to_jsonable
+from fleet._errors import Refused
+from fleet._fleet import Fleet
+from fleet._report import build_report, format_report
+from fleet._retire import (
+    MODES,
+    Candidate,
+    Mode,
+    Outcome,
+    Retirer,
+    confirm_on_tty,
+    mode_from_settings,
+)
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "check",
+        help="check a worker's DONE claim and journal the verdict",
+        description="Check a worker's work in its registered worktree: commits exist in "
+        "BASE..HEAD; the worktree is clean (modified, staged and untracked files count, ignored "
+        "files do not); HEAD is on a branch with an upstream, nothing ahead of it, and the "
+        "remote itself has it; each --cmd passes (run with `sh -c` in the worktree). The "
+        "verdict, checked or failed with each finding, is journaled: status, wait and report "
+        "show it. Exit 0 when checked, 4 when failed.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  fleet check w1-docs --cmd 'pytest -q' --cmd 'ruff check .'",
+    )
+    p.add_argument("worker")
+    p.add_argument("--base", metavar="REF", help="compare with REF (default: registered base)")
+    p.add_argument(
+        "--cmd", action="append", default=[], metavar="CMD", dest="cmds",
+        help="a check command from the brief; repeat for more",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=DEFAULT_CMD_TIMEOUT, metavar="S",
+        help=f"seconds each check command may run (default {DEFAULT_CMD_TIMEOUT:g})",
+    )
+    add_json(p)
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser(
+        "retire",
+        help="remove a checked, clean, pushed worker's worktree (never forced)",
+        description="Retire a worker that claimed done: check it first if its claim was never "
+        "checked; refuse unless the worktree is clean and HEAD is on the remote; save the "
+        "worktree's state to refs/fleet/WORKER/TIME; run every guard again; delete through the "
+        "worker's adapter (git worktree remove for a plain worktree), never forced; confirm "
+        "the directory is gone; journal `retired`. A refusal names each reason and is "
+        "journaled. The branch is kept. In ask mode (the default, or the `retire` setting) "
+        "the workers are listed and need --yes or a y on the terminal. Exit 0 when every "
+        "worker asked for was retired, 4 when any was refused or kept.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  fleet retire w1-docs --yes\n  fleet retire --all-done --mode auto",
+    )
+    p.add_argument("workers", nargs="*", metavar="WORKER")
+    p.add_argument(
+        "--all-done", action="store_true",
+        help="every worker that claimed done; the others are reported, not touched",
+    )
+    p.add_argument("--mode", choices=MODES, help="ask (confirm first) or auto (default: setting)")
+    p.add_argument("--yes", "-y", action="store_true", help="confirm in ask mode")
+    p.add_argument("--base", metavar="REF", help="base for a claim checked here")
+    p.add_argument(
+        "--cmd", action="append", default=[], metavar="CMD", dest="cmds",
+        help="check command for a claim checked here; repeat for more",
+    )
+    add_json(p)
+    p.set_defaults(run=cmd_retire)
+
+    p = sub.add_parser(
+        "report",
+        help="one line per worker: who, where, verdict, retired or kept and why",
+        description="The final report, from the journals: profile and model; workspace and "
+        "branch; the verdict (checked or failed by fleet, or only claimed by the worker); "
+        "retired (with its snapshot ref) or kept, and why.",
+    )
+    p.add_argument("workers", nargs="*", metavar="WORKER")
+    add_json(p)
+    p.set_defaults(run=cmd_report)
+
+    p = sub.add_parser(
+        "demo",
+        help="watch fleet run a simulated fleet end to end (no account, no network)",
+        description="In a temporary directory: a repo with a local bare origin, a plan of a "
+        "few tasks, and simulated workers that go through fleet's real hook program with "
+        "payloads shaped like Claude Code's: they edit, commit and push; one asks for a "
+        "permission; one claims done without pushing. The coordinator loop then waits, "
+        "follows up, checks, retires and reports with fleet's own API. The workers are "
+        "simulated: no model runs.",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    p.add_argument("--fast", action="store_true", help="no pauses between steps")
+    add_json(p)
+    p.set_defaults(run=cmd_demo)
+
+
+# -- check ---------------------------------------------------------------------------------
+
+
+def check_json(result: CheckResult) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(result)
+    return data
+
+
+def print_check(result: CheckResult) -> None:
+    head = result.head[:7] if result.head else "?"
+    print(f"{result.worker}: {result.verdict} ({result.base or '?'}..{head} on "
+          f"{result.branch or '?'}, upstream {result.upstream or '-'})")
+    for line in result.commits[:10]:
+        print(f"  commit {line}")
+    if len(result.commits) > 10:
+        print(f"  ... {len(result.commits) - 10} more commits")
+    for cmd in result.commands:
+        print(f"  {'ok  ' if cmd.ok else 'FAIL'} {cmd.cmd} ({cmd.seconds:.1f}s)")
+        if not cmd.ok and cmd.tail:
+            for line in cmd.tail.splitlines()[-5:]:
+                print(f"       | {line}")
+    for finding in result.findings:
+        print(f"  - {finding}")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    with Fleet(args.home) as fleet:
+        result = check_worker(
+            fleet, args.worker, base=args.base, commands=args.cmds, timeout=args.timeout
+        )
+    if args.json:
+        print_json(check_json(result))
+    else:
+        print_check(result)
+    return Exit.OK if result.ok else Exit.REFUSED
+
+
+# -- retire --------------------------------------------------------------------------------
+
+
+def outcome_json(outcome: Outcome) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(outcome)
+    return data
+
+
+def describe_candidate(c: Candidate) -> str:
+    return (f"{c.worker}: {c.worktree} (branch {c.branch} at {c.head[:7]}, pushed to "
+            f"{c.upstream}){' [checked now]' if c.checked_now else ''}")
+
+
+def print_outcome(o: Outcome) -> None:
+    if o.retired and o.reason == "already retired":
+        print(f"{o.worker}: already retired" + (f" (snapshot {o.ref})" if o.ref else ""))
+    elif o.retired:
+        print(f"{o.worker}: retired; {o.worktree} removed, branch {o.branch} kept, "
+              f"snapshot {o.ref}")
+    else:
+        print(f"{o.worker}: kept: {o.reason}")
+
+
+def cmd_retire(args: argparse.Namespace) -> int:
+    if not args.workers and not args.all_done:
+        raise Refused("name the workers to retire, or pass --all-done")
+    if args.workers and args.all_done:
+        raise Refused("pass worker names or --all-done, not both")
+    mode: Mode = args.mode or mode_from_settings()
+    outcomes: list[Outcome] = []
+    untouched: list[Outcome] = []
+    with Fleet(args.home) as fleet:
+        retirer = Retirer(fleet, base=args.base, commands=args.cmds)
+        if args.all_done:
+            names = []
+            for state in fleet.status():
+                if state.state == "done":
+                    names.append(state.worker)
+                elif state.state != "retired":
+                    untouched.append(Outcome(
+                        worker=state.worker, retired=False,
+                        reason=f"not done: {state.state} ({state.reason})",
+                        worktree=state.worktree, branch=state.branch,
+                    ))
+        else:
+            names = list(dict.fromkeys(args.workers))
+            for name in names:
+                fleet.state(name)  # unknown or invalid worker: one line, before any work
+        candidates: list[Candidate] = []
+        for name in names:
+            judged = retirer.assess(name)
+            if isinstance(judged, Candidate):
+                candidates.append(judged)
+            else:
+                outcomes.append(judged)
+        confirmed = True
+        if candidates and mode == "ask" and not args.yes:
+            confirmed = _ask(candidates, args.json)
+        for candidate in candidates:
+            if confirmed:
+                outcomes.append(retirer.retire(candidate))
+            else:
+                outcomes.append(Outcome(
+                    worker=candidate.worker, retired=False,
+                    reason="not confirmed (retire mode ask)",
+                    worktree=str(candidate.worktree), branch=candidate.branch,
+                    head=candidate.head, upstream=candidate.upstream,
+                ))
+    order = {name: i for i, name in enumerate(names)}
+    outcomes.sort(key=lambda o: order.get(o.worker, len(order)))
+    if args.json:
+        print_json({
+            "mode": mode,
+            "outcomes": [outcome_json(o) for o in outcomes],
+            "untouched": [outcome_json(o) for o in untouched],
+        })
+    else:
+        if args.all_done and not names:
+            print("no worker has claimed done")
+        for o in outcomes + untouched:
+            print_outcome(o)
+    return Exit.OK if all(o.retired for o in outcomes) else Exit.REFUSED
+
+
+def _ask(candidates: list[Candidate], as_json: bool) -> bool:
+    out = sys.stderr if as_json else sys.stdout
+    out.write("retire mode is ask; these would be retired (worktree removed, branch kept):\n")
+    for c in candidates:
+        out.write(f"  {describe_candidate(c)}\n")
+    out.flush()
+    answer = confirm_on_tty(f"retire {len(candidates)} worker(s)? [y/N] ", stdout=out)
+    if answer is None:
+        raise Refused(
+            "retire mode is ask and there is no terminal to confirm on: "
+            "pass --yes to confirm, or --mode auto"
+        )
+    return answer
+
+
+# -- report --------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    with Fleet(args.home) as fleet:
+        for name in args.workers:
+            fleet.state(name)
+        lines = build_report(fleet, args.workers or None)
+    if args.json:
+        print_json([to_jsonable(line) for line in lines])
+    else:
+        print(format_report(lines))
+    return Exit.OK
+
+
+# -- demo ----------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from fleet._demo import run_demo
+
+    result = run_demo(keep=args.keep, fast=args.fast, narrate=not args.json)
+    if args.json:
+        print_json(result)
+    return Exit.OK if result.ok else Exit.ERROR

@@ -1,0 +1,335 @@
+"""Retiring workers: ``fleet retire``. Deleting a worktree is the one thing fleet does that can
+lose work, so this module proves, twice, that there is nothing to lose.
+
+A worker is retired only when all of these hold:
+
+1. it claimed done and its claim was checked (a claim that was never checked is checked here,
+   first, with the same rules as ``fleet check``; a failed check refuses);
+2. HEAD is still the commit that was checked;
+3. the worktree is clean (modified, staged and untracked files all count) and HEAD is on a branch
+   whose upstream is on a remote, with nothing ahead of it, and the remote itself has HEAD on
+   that branch (a branch deleted or rewritten on the remote since the last fetch is unpushed).
+
+Then, inside one operation: the worktree's state is saved to ``refs/fleet/<worker>/<UTC time>``
+in the repository (local: the commits are on the remote already, and the ref keeps them reachable
+here even if the remote branch is later deleted or rewritten); every guard runs again; the
+worker's adapter deletes the workspace, never forced (for a plain worktree, ``git worktree
+remove``, which itself refuses modified or untracked files); the worktree directory is confirmed
+gone; and ``retired`` is journaled with the ref. Any git error, at any step, refuses. A refusal
+is journaled as ``retire_refused`` with the exact reason.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from fleet._check import CheckResult, check_worker, inspect_worktree
+from fleet._core.events import Checked, Retired, RetireRefused
+from fleet._core.fold import WorkerState
+from fleet._errors import FleetError, SettingsError
+from fleet._fleet import Fleet
+from fleet._git import Git, GitError
+from fleet._runner import Runner
+from fleet.adapters import Deleter, get_deleter
+from fleet.adapters._base import Workspace
+
+Mode: TypeAlias = Literal["ask", "auto"]
+MODES: Final[tuple[Mode, ...]] = ("ask", "auto")
+DEFAULT_MODE: Final[Mode] = "ask"
+REF_PREFIX: Final = "refs/fleet"
+
+DeleterFactory: TypeAlias = Callable[..., Deleter]
+
+
+@attrs.frozen(kw_only=True)
+class Candidate:
+    """A worker that passed every guard and may be retired (after confirmation in ask mode)."""
+
+    worker: str
+    worktree: Path
+    branch: str
+    head: str
+    upstream: str | None
+    adapter: str | None
+    handle: Mapping[str, str] = attrs.field(factory=dict)
+    base: str | None = None
+    profile: str | None = None
+    model: str | None = None
+    checked_now: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """What happened to one worker: retired (with its snapshot ref) or kept, and why."""
+
+    worker: str
+    retired: bool
+    reason: str | None = None
+    ref: str | None = None
+    worktree: str | None = None
+    branch: str | None = None
+    head: str | None = None
+    upstream: str | None = None
+    checked_now: bool = False
+    refused: bool = False
+    check: CheckResult | None = None
+
+
+def parse_mode(value: object, where: str = "retire mode") -> Mode:
+    if value == "ask":
+        return "ask"
+    if value == "auto":
+        return "auto"
+    raise SettingsError(f"{where} must be 'ask' or 'auto', not {value!r}")
+
+
+def mode_from_settings() -> Mode:
+    """The ``retire`` setting (``~/.clausona/fleet.json``), or ``ask``."""
+    try:
+        from fleet import _settings  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return DEFAULT_MODE
+    settings_module: Any = _settings
+    for name in ("load_settings", "load", "read_settings", "read"):
+        loader = getattr(settings_module, name, None)
+        if callable(loader):
+            settings = loader()
+            break
+    else:
+        return DEFAULT_MODE
+    value = (
+        settings.get("retire")
+        if isinstance(settings, Mapping)
+        else getattr(settings, "retire", None)
+    )
+    return DEFAULT_MODE if value is None else parse_mode(value, "the retire setting")
+
+
+def _ref_time(now: float) -> str:
+    micros = round((now - int(now)) * 1_000_000) % 1_000_000
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(int(now))) + f".{micros:06d}Z"
+
+
+class Retirer:
+    """Check, guard, snapshot, delete, confirm, journal: one worker at a time.
+
+    ``before_delete(candidate)`` is called after the snapshot and right before the guards are
+    re-run and the delete is made; tests use it to change the worktree at the worst moment."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        *,
+        runner: Runner | None = None,
+        deleter_factory: DeleterFactory | None = None,
+        before_delete: Callable[[Candidate], None] | None = None,
+        base: str | None = None,
+        commands: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> None:
+        self.fleet = fleet
+        self.runner = runner
+        self.git = Git(runner)
+        self.deleter_factory: DeleterFactory = deleter_factory or get_deleter
+        self.before_delete = before_delete
+        self.base = base
+        self.commands = tuple(commands)
+        self.timeout = timeout
+
+    # -- judging ---------------------------------------------------------------------------
+
+    def assess(self, worker: str, *, journal_refusal: bool = True) -> Candidate | Outcome:
+        """A candidate when every guard passes, else the refusal (journaled)."""
+        state = self.fleet.state(worker)
+        if state.state == "retired":
+            return Outcome(
+                worker=worker, retired=True, reason="already retired",
+                worktree=state.worktree, branch=state.branch, ref=self._last_ref(worker),
+            )
+        if state.state != "done":
+            return self._refuse(
+                state, f"not done: {state.state} ({state.reason})", journal=journal_refusal
+            )
+        check: CheckResult | None = None
+        if state.reason != "checked":
+            if state.reason == "failed":
+                return self._refuse(
+                    state, "check failed: " + "; ".join(state.findings or ("no findings",)),
+                    journal=journal_refusal,
+                )
+            # A claim nobody checked: check it now, with fleet check's rules, and journal it.
+            kwargs: dict[str, Any] = {"base": self.base, "commands": self.commands}
+            if self.timeout is not None:
+                kwargs["timeout"] = self.timeout
+            check = check_worker(self.fleet, worker, runner=self.runner, **kwargs)
+            if not check.ok:
+                return self._refuse(
+                    state, "check failed: " + "; ".join(check.findings),
+                    journal=journal_refusal, check=check,
+                )
+            state = self.fleet.state(worker)
+        checked_head = self._checked_head(worker)
+        if not state.worktree:
+            return self._refuse(state, "no worktree registered", journal=journal_refusal)
+        found = inspect_worktree(self.git, state.worktree, branch=state.branch)
+        problems = list(found.problems)
+        if not problems and checked_head is not None and found.head != checked_head:
+            problems.append(_moved(checked_head, found.head))
+        if not problems and checked_head is None:
+            problems.append("the check did not record HEAD: check again")
+        if problems or found.head is None or found.branch is None:
+            return self._refuse(
+                state, "; ".join(problems) or "HEAD unknown", journal=journal_refusal, check=check
+            )
+        return Candidate(
+            worker=worker,
+            worktree=Path(state.worktree),
+            branch=found.branch,
+            head=found.head,
+            upstream=found.upstream.short if found.upstream else None,
+            adapter=state.adapter,
+            handle=dict(state.handle),
+            base=state.base,
+            profile=state.profile,
+            model=state.model,
+            checked_now=check is not None,
+        )
+
+    # -- acting ----------------------------------------------------------------------------
+
+    def retire(self, candidate: Candidate) -> Outcome:
+        """Snapshot, re-check, delete, confirm, journal. Refuses on any doubt."""
+        state = self.fleet.state(candidate.worker)
+        if state.state != "done" or state.reason != "checked":
+            return self._refuse(state, f"changed since it was judged: now {state.state} "
+                                f"({state.reason})", candidate=candidate)
+        worktree = candidate.worktree
+        ref = f"{REF_PREFIX}/{candidate.worker}/{_ref_time(self.fleet.clock.now())}"
+        try:
+            saved = self.git.snapshot(
+                worktree, ref, f"fleet retire {candidate.worker}: snapshot before delete"
+            )
+        except GitError as exc:
+            return self._refuse(state, f"could not save a snapshot ref: {exc}", candidate=candidate)
+        if self.before_delete is not None:
+            self.before_delete(candidate)
+        # The guards again, as late as possible: anything that changed since they last ran
+        # (a new file, a new commit, a reset upstream) refuses.
+        found = inspect_worktree(self.git, worktree, branch=candidate.branch)
+        problems = list(found.problems)
+        if found.head is not None and found.head != candidate.head:
+            problems.insert(0, _moved(candidate.head, found.head))
+        if not problems and saved != candidate.head:
+            problems.append("the worktree changed while it was being saved")
+        if problems:
+            return self._refuse(
+                state, "; ".join(problems) + f" (state saved at {ref})", candidate=candidate,
+                ref=ref,
+            )
+        try:
+            deleter = self.deleter_factory(candidate.adapter, runner=self.runner)
+            deleter.delete(
+                Workspace(
+                    worktree=worktree,
+                    branch=candidate.branch,
+                    base=candidate.base,
+                    handle=candidate.handle,
+                )
+            )
+        except (FleetError, OSError) as exc:
+            return self._refuse(
+                state, f"delete refused: {_one_line(exc)} (state saved at {ref})",
+                candidate=candidate, ref=ref,
+            )
+        if os.path.lexists(worktree):
+            return self._refuse(
+                state, f"{worktree} still exists after the delete (state saved at {ref})",
+                candidate=candidate, ref=ref,
+            )
+        self.fleet.record(
+            candidate.worker, Retired(ts=self.fleet.clock.now(), src=self.fleet.src, ref=ref)
+        )
+        return Outcome(
+            worker=candidate.worker, retired=True, ref=ref, worktree=str(worktree),
+            branch=candidate.branch, head=candidate.head, upstream=candidate.upstream,
+            checked_now=candidate.checked_now,
+        )
+
+    def retire_worker(self, worker: str) -> Outcome:
+        """Assess and retire in one go (auto mode)."""
+        judged = self.assess(worker)
+        return judged if isinstance(judged, Outcome) else self.retire(judged)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _refuse(
+        self,
+        state: WorkerState,
+        reason: str,
+        *,
+        journal: bool = True,
+        check: CheckResult | None = None,
+        candidate: Candidate | None = None,
+        ref: str | None = None,
+    ) -> Outcome:
+        if journal:
+            self.fleet.record(
+                state.worker,
+                RetireRefused(ts=self.fleet.clock.now(), src=self.fleet.src, reason=reason),
+            )
+        return Outcome(
+            worker=state.worker,
+            retired=False,
+            refused=True,
+            reason=reason,
+            ref=ref,
+            worktree=state.worktree,
+            branch=candidate.branch if candidate else state.branch,
+            head=candidate.head if candidate else None,
+            upstream=candidate.upstream if candidate else None,
+            checked_now=check is not None or bool(candidate and candidate.checked_now),
+            check=check,
+        )
+
+    def _checked_head(self, worker: str) -> str | None:
+        for event in reversed(self.fleet.log(worker)):
+            if isinstance(event, Checked):
+                return event.head if event.verdict == "checked" else None
+        return None
+
+    def _last_ref(self, worker: str) -> str | None:
+        for event in reversed(self.fleet.log(worker)):
+            if isinstance(event, Retired):
+                return event.ref
+        return None
+
+
+def _moved(old: str, new: str | None) -> str:
+    return f"HEAD moved since the check ({old[:7]} -> {(new or '?')[:7]})"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def confirm_on_tty(prompt: str, *, stdin: Any = None, stdout: Any = None) -> bool | None:
+    """Ask y/N on a terminal. None when there is no terminal to ask on."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    if not (stdin.isatty() and stdout.isatty()):
+        return None
+    stdout.write(prompt)
+    stdout.flush()
+    answer = stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def done_workers(states: Iterable[WorkerState]) -> list[str]:
+    return [s.worker for s in states if s.state == "done"]
