@@ -1,0 +1,393 @@
+"""profiles, settings, plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from fleet import _settings
+from fleet._cli._common import Exit, add_json, print_json, table
+from fleet._core.routing import (
+    DEFAULT_STALE_AFTER,
+    Choices,
+    Plan,
+    Profile,
+    QuotaWindow,
+    Settings,
+    assess,
+)
+from fleet._errors import SettingsError
+from fleet._plan import load_task_file, plan_json, plan_tasks
+from fleet._profiles import coordinator_profile, detect_coordinator_tool, load_profiles
+
+PROFILES_HELP = """\
+Read from `clausona list --json` ($FLEET_CLAUSONA names the binary), or from a file holding
+that output (--profiles FILE or $FLEET_PROFILES)."""
+
+SETTINGS_HELP = """\
+Settings live in ~/.clausona/fleet.json (or --settings FILE, or $FLEET_SETTINGS). When only
+the older ~/.clausona/superset-fleet.json exists it is read, and the first change copies it to
+fleet.json. Keys:
+  workers      the only profiles that may be workers, e.g. ["claude:work","claude:glm"]
+               (`set workers claude:work,claude:glm` also works)
+  routing      your rules in words, shown beside every plan, e.g. "claude:glm never edits src/"
+  maxUsage     skip profiles whose 5H or 7D usage is at or over this percent (default 90)
+  retire       ask (default) or auto
+  permissions  {"claude": "acceptEdits", "codex": "on-request", "codexSandbox": "workspace-write"}
+A change keeps every other key, unknown ones too; a file that is not a JSON object is refused
+and left untouched."""
+
+PLAN_DESCRIPTION = """\
+Decide which clausona profile runs each task of TASKS.toml, and say why. Nothing is started.
+
+Rules, in order: what you said (a task's `profile`, --assign, or --use / `use`, which replaces
+settings `workers` for this plan); then the settings (`workers` is the only pool; `routing`
+rules are printed beside the plan for the coordinator to apply); then the defaults: never the
+coordinator's own profile; skip quota state not ok, or 5H/7D usage at or over maxUsage (a scoped
+limit skips only that model there); same tool as the coordinator unless a profile is named;
+wide-mechanical work to API profiles, exploratory work to subscriptions; fewest workers first,
+then most headroom; a checker on a third profile (neither its worker's nor the coordinator's).
+A named profile the defaults would skip is used, with a warning saying what it risks. A task no
+profile can take is shown as such, never guessed.
+
+The plan needs your OK before starting when neither the request nor the settings named a
+profile (`needsOk` in --json).
+
+TASKS.toml:
+  repo = "."                  # optional, used by `fleet run`
+  base = "main"               # optional, used by `fleet run`
+  use = ["claude:work"]       # optional: the profiles named for this request
+  start = false               # optional: true = start without asking
+
+  [[task]]
+  name = "paths"              # worker id: lowercase letters, digits, . _ -
+  brief = "briefs/paths.md"   # brief file, relative to TASKS.toml
+  tool = "claude"             # optional: claude | codex
+  profile = "claude:work"     # optional: your choice for this task
+  model = "sonnet"            # optional
+  kind = "wide-mechanical"    # optional: default | wide-mechanical | exploratory
+  checker_of = "other"        # optional: this task checks that one
+
+"""
+
+
+def _add_sources(p: argparse.ArgumentParser, *, settings: bool = True) -> None:
+    p.add_argument(
+        "--profiles", metavar="FILE", help="read profiles from FILE (clausona list --json output)"
+    )
+    if settings:
+        p.add_argument("--settings", metavar="FILE", help="settings file (default: see `settings`)")
+    p.add_argument(
+        "--coordinator-tool",
+        choices=["claude", "codex"],
+        help="the tool the coordinator runs in (default: guessed from the environment); its "
+        "profile is the one whose configDir is $CLAUDE_CONFIG_DIR or ~/.claude, "
+        "$CODEX_HOME or ~/.codex",
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "profiles",
+        help="clausona profiles: quota headroom, and whether each may be a worker now",
+        description="One row per clausona profile: tool, kind (subscription or api), model, "
+        "5H / 7D / scoped usage, headroom, quota state (and how old the reading is), and "
+        "whether it may be a worker now, or why not.\n\n" + PROFILES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_sources(p)
+    add_json(p)
+    p.set_defaults(run=cmd_profiles)
+
+    p = sub.add_parser(
+        "settings",
+        help="read or change fleet's settings (workers, routing, maxUsage, retire, permissions)",
+        description=SETTINGS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--settings", metavar="FILE", help="settings file to use instead")
+    ssub = p.add_subparsers(dest="settings_command", metavar="ACTION", required=True)
+    g = ssub.add_parser(
+        "get", help="print one key (or every key)",
+        description="Print KEY's value (NAME or NAME.SUBKEY, e.g. permissions.claude), or the "
+        "whole file without KEY. Text prints as is, anything else as JSON. A missing key "
+        "prints nothing and exits 1.",
+    )
+    g.add_argument("key", nargs="?", metavar="KEY")
+    add_json(g)
+    g.set_defaults(run=cmd_settings_get)
+    s = ssub.add_parser(
+        "set", help="change one key, keeping every other",
+        description="Set KEY to VALUE. VALUE is read as JSON when it parses (80, true, "
+        '["claude:work"]), else as text. Known keys are checked before anything is written.',
+    )
+    s.add_argument("key", metavar="KEY")
+    s.add_argument("value", metavar="VALUE")
+    add_json(s)
+    s.set_defaults(run=cmd_settings_set)
+    u = ssub.add_parser("unset", help="remove one key, keeping every other")
+    u.add_argument("key", metavar="KEY")
+    add_json(u)
+    u.set_defaults(run=cmd_settings_unset)
+    w = ssub.add_parser("path", help="print the file settings are read from and written to")
+    add_json(w)
+    w.set_defaults(run=cmd_settings_path)
+
+    p = sub.add_parser(
+        "plan",
+        help="route the tasks of a TASKS.toml to profiles, explaining each choice",
+        description=PLAN_DESCRIPTION + PROFILES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("tasks", metavar="TASKS.toml")
+    _add_sources(p)
+    p.add_argument(
+        "--use", action="append", default=[], metavar="PROFILE",
+        help="only these profiles (repeatable); replaces settings workers and the file's `use`",
+    )
+    p.add_argument(
+        "--assign", action="append", default=[], metavar="TASK=PROFILE",
+        help="run TASK on PROFILE, whatever the defaults say (repeatable)",
+    )
+    p.add_argument("--start", action="store_true", help="the user said to start without asking")
+    add_json(p)
+    p.set_defaults(run=cmd_plan)
+
+
+# --------------------------------------------------------------------------------------------
+# profiles
+
+
+def _pct(w: QuotaWindow | None) -> str:
+    return "-" if w is None else f"{w.used_percent:.0f}%"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f}h"
+    return f"{seconds / 86400:.0f}d"
+
+
+def _window_json(w: QuotaWindow | None) -> dict[str, Any] | None:
+    if w is None:
+        return None
+    out: dict[str, Any] = {"usedPercent": w.used_percent, "resetsAt": w.resets_at}
+    if w.label:
+        out["label"] = w.label
+    return out
+
+
+def profile_json(
+    p: Profile, *, settings: Settings, coordinator: Profile | None, now: float
+) -> dict[str, Any]:
+    a = assess(p, settings=settings, coordinator=coordinator, now=now)
+    q = p.quota
+    return {
+        "name": p.name,
+        "tool": p.tool,
+        "kind": p.kind,
+        "model": p.model,
+        "label": p.label,
+        "configDir": str(p.config_dir),
+        "isActive": p.is_active,
+        "coordinator": coordinator is not None and p.name == coordinator.name,
+        "headroom": p.headroom,
+        "quota": None
+        if q is None
+        else {
+            "state": q.state,
+            "fetchedAt": q.fetched_at,
+            "age": q.age(now),
+            "stale": q.is_stale(now, DEFAULT_STALE_AFTER),
+            "session": _window_json(q.session),
+            "weekly": _window_json(q.weekly),
+            "scoped": _window_json(q.scoped),
+        },
+        "worker": a.eligible,
+        "why": list(a.reasons),
+        "notes": list(a.notes),
+    }
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    profiles = load_profiles(source=args.profiles)
+    settings = _settings.load_settings(args.settings)
+    tool = args.coordinator_tool or detect_coordinator_tool()
+    coordinator = coordinator_profile(profiles, tool)
+    now = time.time()
+    items = [
+        profile_json(p, settings=settings, coordinator=coordinator, now=now) for p in profiles
+    ]
+    if args.json:
+        print_json(items)
+        return Exit.OK
+    rows = []
+    for p, item in zip(profiles, items, strict=True):
+        q = p.quota
+        if p.is_api:
+            state = "api"
+        elif q is None:
+            state = "unknown"
+        else:
+            stale = item["quota"]["stale"]
+            state = q.state + (f" ({_age(q.age(now) or 0.0)} old)" if stale else "")
+        scoped = "-" if q is None or q.scoped is None else f"{q.scoped.label} {_pct(q.scoped)}"
+        head = p.headroom
+        rows.append([
+            ("* " if item["coordinator"] else "  ") + p.name,
+            p.tool,
+            p.kind,
+            p.model or "-",
+            _pct(q.session if q else None),
+            _pct(q.weekly if q else None),
+            scoped,
+            "-" if head is None else f"{head:.0f}%",
+            state,
+            "yes" if item["worker"] else "no",
+            "; ".join(item["why"] + item["notes"]) or "-",
+        ])
+    headers = [
+        "profile", "tool", "kind", "model", "5h", "7d", "scoped", "headroom", "quota", "worker",
+        "why",
+    ]
+    print(table(rows, headers))
+    if coordinator is None:
+        print(f"\nno profile's configDir is this {tool} coordinator's config dir")
+    else:
+        print(f"\n* {coordinator.name}: the coordinator's own profile (maxUsage "
+              f"{settings.max_usage:g}%)")
+    return Exit.OK
+
+
+# --------------------------------------------------------------------------------------------
+# settings
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def cmd_settings_get(args: argparse.Namespace) -> int:
+    missing = object()
+    value = (
+        _settings.read_raw(args.settings)
+        if args.key is None
+        else _settings.get(args.key, args.settings, default=missing)
+    )
+    if value is missing:
+        if args.json:
+            print_json(None)
+        return Exit.ERROR
+    if args.json or not isinstance(value, str):
+        print_json(value)
+    else:
+        print(value)
+    return Exit.OK
+
+
+def cmd_settings_set(args: argparse.Namespace) -> int:
+    value = _settings.check_value(args.key, _parse_value(args.value))
+    path = _settings.set(args.key, value, args.settings)
+    if args.json:
+        print_json({"file": str(path), "key": args.key, "value": value})
+    else:
+        print(f"{args.key} = {json.dumps(value, ensure_ascii=False)} in {path}")
+    return Exit.OK
+
+
+def cmd_settings_unset(args: argparse.Namespace) -> int:
+    path = _settings.unset(args.key, args.settings)
+    if args.json:
+        print_json({"file": str(path), "key": args.key})
+    else:
+        print(f"{args.key} removed from {path}")
+    return Exit.OK
+
+
+def cmd_settings_path(args: argparse.Namespace) -> int:
+    target = _settings.settings_path(args.settings)
+    source = _settings.source_path(args.settings)
+    if args.json:
+        print_json({"file": str(target), "readFrom": str(source) if source else None})
+    else:
+        print(target)
+        if source is not None and source != target:
+            print(f"(read from {source} until the first change)")
+    return Exit.OK
+
+
+# --------------------------------------------------------------------------------------------
+# plan
+
+
+def _assignments(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        task, sep, profile = item.partition("=")
+        if not sep or not task.strip() or not profile.strip():
+            raise SettingsError(f"--assign {item!r}: use TASK=PROFILE")
+        out[task.strip()] = profile.strip()
+    return out
+
+
+def render_plan(p: Plan) -> str:
+    rows = [
+        [
+            r.task,
+            r.profile or "(none)",
+            r.tool or "-",
+            r.model or "-",
+            r.kind + (f", checks {r.checker_of}" if r.checker_of else ""),
+            r.reason,
+        ]
+        for r in p.rows
+    ]
+    lines = [table(rows, ["task", "profile", "tool", "model", "kind", "why"])]
+    if p.warnings:
+        lines.append("\nwarnings:")
+        lines.extend(f"  ! {w}" for w in p.warnings)
+    if p.routing:
+        lines.append("\nyour routing rules (apply them to the plan above):")
+        lines.extend(f"  - {r}" for r in p.routing)
+    lines.append("")
+    if not p.complete:
+        lines.append("some tasks have no eligible profile: name one (--assign) or free one up")
+    if p.needs_ok:
+        lines.append("needs your OK before starting: neither the request nor the settings named "
+                     "a profile")
+    else:
+        lines.append("ready to start")
+    return "\n".join(lines)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    spec = load_task_file(args.tasks)
+    assign = _assignments(args.assign)
+    known = {t.name for t in spec.tasks}
+    for task in assign:
+        if task not in known:
+            raise SettingsError(f"--assign {task}=...: no task {task!r} in {args.tasks}")
+    choices = Choices(
+        use=tuple(args.use) or spec.use, assign=assign, start_now=args.start or spec.start
+    )
+    result = plan_tasks(
+        spec.tasks,
+        profiles_source=args.profiles,
+        settings_path=args.settings,
+        coordinator_tool=args.coordinator_tool,
+        choices=choices,
+    )
+    if args.json:
+        print_json(plan_json(result))
+    else:
+        print(render_plan(result))
+    return Exit.OK
