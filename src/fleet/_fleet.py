@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -15,6 +15,7 @@ from fleet._core.ids import parse_mark, validate_worker_id
 from fleet._errors import UnknownWorker
 from fleet._home import resolve_home
 from fleet._store import load_states
+from fleet._watch import Backend, Transition, WaitResult, Watcher
 
 
 class Fleet:
@@ -30,12 +31,15 @@ class Fleet:
         clock: Clock | None = None,
         quiet_after: float = DEFAULT_QUIET_AFTER,
         src: str = "fleet",
+        backend: Backend | None = None,
     ) -> None:
         self.home: Path = resolve_home(home)
         self.clock: Clock = clock or SystemClock()
         self.policy = Policy(quiet_after=quiet_after)
         self.src = src
         self._closed = False
+        self._watcher: Watcher | None = None
+        self._backend = backend
 
     def __enter__(self) -> Fleet:
         return self
@@ -49,7 +53,11 @@ class Fleet:
         self.close()
 
     def close(self) -> None:
+        """Stop and join the watcher threads, if any were started."""
         self._closed = True
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.close()
 
     # -- journaling -------------------------------------------------------------------------
 
@@ -141,3 +149,58 @@ class Fleet:
 
     def log(self, worker: str) -> Sequence[Event]:
         return _journal.read_events(self.home, validate_worker_id(worker))
+
+    # -- waiting --------------------------------------------------------------------------------
+
+    def _open_watcher(self) -> Watcher:
+        if self._closed:
+            raise RuntimeError("this Fleet is closed")
+        if self._watcher is None:
+            self._watcher = Watcher(
+                self.home, clock=self.clock, policy=self.policy, backend=self._backend
+            )
+        return self._watcher
+
+    def _names(self, workers: Iterable[str] | None) -> list[str] | None:
+        if workers is None:
+            return None
+        names = [validate_worker_id(w) for w in workers]
+        for name in names:
+            _journal.require(self.home, name)
+        return names
+
+    def poll(self, workers: Iterable[str] | None = None, *, seen: Iterable[str] = ()) -> WaitResult:
+        """Who needs attention now (never blocks). ``workers=None`` means every worker that is
+        not retired."""
+        names = self._names(workers)
+        marks = [str(parse_mark(m)) for m in seen]
+        return self._open_watcher().poll(marks, names)
+
+    def wait(
+        self,
+        workers: Iterable[str] | None = None,
+        *,
+        seen: Iterable[str] = (),
+        timeout: float | None = None,
+    ) -> WaitResult:
+        """Block until at least one of ``workers`` (default: every worker that is not retired)
+        needs attention: stopped, quiet, blocked, done or gone, with a mark not in ``seen`` and
+        not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds."""
+        names = self._names(workers)
+        marks = [str(parse_mark(m)) for m in seen]
+        return self._open_watcher().wait(marks, timeout, names)
+
+    def watch(
+        self,
+        workers: Iterable[str] | None = None,
+        *,
+        seen: Iterable[str] = (),
+        timeout: float | None = None,
+    ) -> Iterator[Transition]:
+        """Yield a :class:`Transition` for every worker as first seen and then for each change,
+        until ``timeout`` seconds pass without one (forever when None)."""
+        names = self._names(workers)
+        marks = [str(parse_mark(m)) for m in seen]
+        for transition in self._open_watcher().transitions(marks, timeout):
+            if names is None or transition.worker in names:
+                yield transition

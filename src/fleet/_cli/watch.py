@@ -1,0 +1,163 @@
+"""wait and watch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from fleet._cli._common import Exit, add_json, age, one_line, print_json, table
+from fleet._cli.core import STATUS_HEADERS, status_row
+from fleet._core.attention import attention_details, next_step
+from fleet._core.fold import WorkerState
+from fleet._fleet import Fleet
+from fleet._watch import Transition, WaitResult
+
+WAIT_HELP = """\
+Block until at least one worker needs attention, then print every worker that does and exit 0.
+
+A worker needs attention when it is stopped, quiet, blocked, done or gone and the mark of that
+state (WORKER@SEQ, or WORKER@SEQq for quiet) has not been seen. Pass every mark you have handled
+back with --seen (or record it once with `fleet seen`): a state already handled never wakes
+`wait` again, while any new state of that worker does.
+
+Run it as a background task while workers work. It wakes within milliseconds of the hook event
+that matters (file events, not polling), and fires `quiet` at the --quiet-after deadline without
+any new event.
+
+exit codes: 0 attention, 3 timeout (nothing needed attention), 1 error.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "wait",
+        help="block until a worker needs attention (stopped, quiet, blocked, done, gone)",
+        description=WAIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("workers", nargs="*", metavar="WORKER", help="default: every worker not retired")
+    p.add_argument("--seen", nargs="+", action="extend", default=[], metavar="MARK")
+    p.add_argument(
+        "--quiet-after",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds without events before a running worker is quiet (300)",
+    )
+    p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds")
+    add_json(p)
+    p.set_defaults(run=cmd_wait)
+
+    p = sub.add_parser(
+        "watch",
+        help="a live view of every worker; --json streams one line per transition",
+        description="Show every worker's state, reason, for how long, profile, branch and last "
+        "activity, redrawn as events arrive. With --json, print one JSON object per line "
+        "(NDJSON) for each worker as first seen and for each transition, for other programs.",
+    )
+    p.add_argument("workers", nargs="*", metavar="WORKER")
+    p.add_argument("--quiet-after", type=float, default=300.0, metavar="S")
+    p.add_argument(
+        "--timeout", type=float, metavar="S", help="stop after S seconds without a transition"
+    )
+    add_json(p)
+    p.set_defaults(run=cmd_watch)
+
+
+def attention_json(state: WorkerState) -> dict[str, Any]:
+    return {
+        "worker": state.worker,
+        "state": state.state,
+        "reason": state.reason,
+        "since": state.since,
+        "mark": state.mark,
+        "profile": state.profile,
+        "branch": state.branch,
+        "worktree": state.worktree,
+        **attention_details(state),
+    }
+
+
+def wait_json(result: WaitResult) -> dict[str, Any]:
+    return {
+        "result": "timeout" if result.timed_out else "attention",
+        "attention": [attention_json(s) for s in result.attention],
+        "seen_hint": [s.mark for s in result.attention],
+    }
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
+        result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout)
+        now = fleet.clock.now()
+    if args.json:
+        print_json(wait_json(result))
+    elif result.timed_out:
+        print(f"timeout: no worker needed attention within {args.timeout:g}s")
+    else:
+        for state in result.attention:
+            print(
+                f"{state.worker}  {state.state} ({state.reason}) for {age(state.since, now)}"
+                f"  mark {state.mark}"
+            )
+            print(f"  next: {next_step(state)}")
+            if state.message and state.state in ("stopped", "done", "blocked"):
+                print(f"  last message: {one_line(state.message, 200)}")
+        marks = " ".join(s.mark for s in result.attention)
+        print(f"when handled, pass: --seen {marks}")
+    return Exit.TIMEOUT if result.timed_out else Exit.OK
+
+
+def transition_json(t: Transition) -> dict[str, Any]:
+    after = t.after
+    return {
+        "ts": after.last_event_ts if after.last_event_ts is not None else after.since,
+        "worker": t.worker,
+        "from": t.before.state if t.before else None,
+        "to": after.state,
+        "reason": after.reason,
+        "since": after.since,
+        "mark": after.mark,
+        "needs_attention": after.needs_attention,
+        "profile": after.profile,
+        "branch": after.branch,
+        "next": next_step(after) if after.needs_attention else None,
+    }
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
+        names = args.workers or None
+        if args.json:
+            for t in fleet.watch(names, timeout=args.timeout):
+                print_json(transition_json(t), pretty=False)
+            return Exit.OK
+        current: dict[str, WorkerState] = {}
+        tty = sys.stdout.isatty()
+        for t in fleet.watch(names, timeout=args.timeout):
+            current[t.worker] = t.after
+            _draw(current, fleet.clock.now(), tty, t)
+    return Exit.OK
+
+
+def _draw(current: dict[str, WorkerState], now: float, tty: bool, t: Transition) -> None:
+    if not tty:
+        before = t.before.state if t.before else "-"
+        print(
+            f"{time.strftime('%H:%M:%S')}  {t.worker}: {before} -> {t.after.state} "
+            f"({t.after.reason})",
+            flush=True,
+        )
+        return
+    states = sorted(current.values(), key=lambda s: (not s.needs_attention, s.worker))
+    rows = [status_row(s, now) for s in states]
+    waiting = sum(s.needs_attention for s in states)
+    sys.stdout.write("\x1b[H\x1b[2J")
+    sys.stdout.write(table(rows, STATUS_HEADERS) + "\n")
+    sys.stdout.write(
+        f"\n{len(states)} workers, {waiting} need attention — "
+        f"{time.strftime('%H:%M:%S')} (Ctrl-C to stop)\n"
+    )
+    sys.stdout.flush()

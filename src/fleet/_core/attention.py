@@ -1,0 +1,86 @@
+"""What a coordinator needs next, for a worker that needs attention: a pure function of its
+state, so ``wait``, ``watch``, ``status`` and the Python API all say the same thing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet._core.fold import WorkerState
+
+_EXCERPT = 300
+
+
+def _excerpt(text: str | None, limit: int = _EXCERPT) -> str | None:
+    if not text:
+        return None
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def next_step(state: WorkerState) -> str:
+    """One line: what happened and what the coordinator should do about it."""
+    s, reason = state.state, state.reason
+    env = state.envelope
+    if s == "done":
+        if reason == "checked":
+            return "checked: retire it (fleet retire) or keep it"
+        if reason == "failed":
+            findings = "; ".join(state.findings) or "see fleet report"
+            return f"check failed ({findings}): send a follow-up naming each finding"
+        claim = env.text if env else (_excerpt(state.message, 120) or "")
+        return f"claims done: {claim} — check it before believing it (fleet check)"
+    if s == "blocked":
+        if reason == "permission":
+            tool = state.permission_tool or "a tool"
+            return f"waiting for permission to use {tool}: tell the user, do not answer it yourself"
+        if reason == "question":
+            return "asking a question: read its screen and answer or ask the user"
+        if reason == "limit":
+            reset = f" (resets at {state.limit_reset:.0f})" if state.limit_reset else ""
+            return f"hit a usage or rate limit{reset}: hand the task to another profile"
+        need = env.text if env else "see its last message"
+        return f"blocked: {need}"
+    if s == "stopped":
+        if reason == "interrupted":
+            return "its turn was interrupted: send a follow-up to resume, or retire it"
+        if reason.startswith("api_error"):
+            return f"the model API failed ({reason[len('api_error:') :]}): retry or hand it over"
+        return "its turn ended without a DONE/BLOCKED envelope: read its last message, follow up"
+    if s == "quiet":
+        return "no event for a while: read its screen (often a prompt waiting for someone)"
+    if s == "gone":
+        if reason == "vanished":
+            return "its process died without ending the session: check the worktree, restart"
+        if reason == "stopped":
+            return "stopped by fleet: check the worktree, restart or retire it"
+        if reason == "timeout":
+            return "ran out of time: check the worktree, restart with more time or a smaller task"
+        return f"its session ended ({reason}) with no DONE claim: check the worktree"
+    return ""
+
+
+def attention_details(state: WorkerState) -> dict[str, Any]:
+    """The facts behind :func:`next_step`, for programs."""
+    out: dict[str, Any] = {"next": next_step(state)}
+    if state.envelope is not None:
+        out["envelope"] = {"kind": state.envelope.kind, "text": state.envelope.text}
+    if state.message:
+        out["message"] = state.message
+    if state.state == "blocked" and state.reason == "permission" and state.permission_tool:
+        out["permission_tool"] = state.permission_tool
+    if state.notification and state.state == "blocked":
+        out["notification"] = state.notification
+    if state.limit_reset is not None:
+        out["limit_reset"] = state.limit_reset
+    if state.exit is not None:
+        out["exit"] = {
+            "exit_code": state.exit.exit_code,
+            "is_error": state.exit.is_error,
+            "api_error_status": state.exit.api_error_status,
+            "reason": state.exit.reason,
+            "result": _excerpt(state.exit.result, 1000),
+        }
+    if state.verdict:
+        out["verdict"] = state.verdict
+        out["findings"] = list(state.findings)
+    return out
