@@ -23,15 +23,15 @@ The journal append mirrors ``fleet._journal.append_line``: directories 0700, fil
 
 from __future__ import annotations
 
-import _json
-import fcntl
 import os
 import time
+
+# _json and fcntl are imported where they are used: a session that is no worker never needs them.
 
 # typing and collections.abc are costly imports: they are for the type checker only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
     from typing import Any
 
 #: Must equal ``fleet._core.events.HOOK_FIELDS`` (a test checks it); this program cannot import
@@ -86,8 +86,6 @@ _SECRET_PREFIXES = ("sk-", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "xox",
 _SECRET_FLAGS = ("-p", "--password", "--token", "--api-key", "--key", "--secret", "bearer",
                  "authorization:", "-u", "--user")
 
-_encode_str: Callable[[str], str] = _json.encode_basestring_ascii
-
 
 class HookFailure(Exception):
     """Something worth a line in hook-errors.log."""
@@ -132,6 +130,8 @@ class _Context:
                 ("type", self.event),
                 ("error", " ".join(error.split())[:ERROR_LINE_LIMIT]),
             ]
+            import fcntl
+
             line = _encode_object(fields).encode() + b"\n"
             path = os.path.join(self.home, "hook-errors.log")
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
@@ -321,6 +321,8 @@ def parse_payload(data: bytes) -> dict[str, Any]:
 
     Members are read one at a time, so a payload cut short (or broken half-way) still yields every
     member before the damage. Anything that is not an object gives ``{}``."""
+    import _json
+
     text = data.decode("utf-8", "replace")
     scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
     out: dict[str, Any] = {}
@@ -425,11 +427,13 @@ def _encode_object(fields: Iterable[tuple[str, Any]]) -> str:
 
 
 def _encode_text(text: str) -> str:
+    import _json
+
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates from \\ud800-style escapes: not valid UTF-8
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return _encode_str(text)
+    return _json.encode_basestring_ascii(text)
 
 
 def _encode_value(value: Any, depth: int = 0) -> str | None:
@@ -538,6 +542,8 @@ def journal_path(home: str, worker: str) -> str:
 def append_line(path: str, line: bytes) -> None:
     """Append one whole line under an exclusive flock with a single write(2); on a short write
     (a full disk) cut the file back so no torn line stays."""
+    import fcntl
+
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, FILE_MODE)

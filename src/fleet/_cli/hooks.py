@@ -1,0 +1,326 @@
+"""hooks install|uninstall|status|command, trust, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from fleet import _hooks, _trust
+from fleet._cli._common import Exit, add_json, print_json, table, to_jsonable
+from fleet._core.events import Unreadable
+from fleet._errors import SettingsError
+from fleet._home import hook_errors_path, journal_path, resolve_home
+from fleet._journal import JournalReader, list_workers
+
+TARGETS_HELP = """\
+targets (at least one; each may be repeated):
+  --config-dir DIR   a Claude Code config dir (settings.json; CLAUDE_CONFIG_DIR, ~/.claude)
+  --codex-home DIR   a Codex home (hooks.json and the trust entries in config.toml)
+  --profile NAME     a clausona profile (tool:name, or a name unique across tools)
+  --all-profiles     every clausona profile
+"""
+
+
+def add_targets(p: argparse.ArgumentParser, *, many: bool = True) -> None:
+    action = "append" if many else "store"
+    p.add_argument("--config-dir", action=action, metavar="DIR", help="a Claude Code config dir")
+    p.add_argument("--codex-home", action=action, metavar="DIR", help="a Codex home")
+    p.add_argument("--profile", action=action, metavar="NAME", help="a clausona profile")
+    if many:
+        p.add_argument("--all-profiles", action="store_true", help="every clausona profile")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hooks = sub.add_parser(
+        "hooks",
+        help="install fleet's hook into Claude Code and Codex, or check it",
+        description="fleet's hook records every hook event of a worker's agent session in the "
+        "worker's journal. Install it once per Claude Code config dir, Codex home or clausona "
+        "profile; sessions that are not fleet workers are left alone (the hook writes nothing "
+        "for them).",
+        epilog=TARGETS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    hsub = hooks.add_subparsers(dest="hooks_command", metavar="ACTION", title="actions")
+    hooks.set_defaults(run=lambda args: _help(hooks))
+
+    p = hsub.add_parser(
+        "install",
+        help="merge fleet's hook into settings.json / hooks.json",
+        description="Merge fleet's hook into each target. Other hooks and keys are kept, "
+        "running it again changes nothing, a malformed file is refused and left untouched, "
+        "and the old file is kept as <file>.fleet-backup. For Codex it also writes the trust "
+        "entries config.toml needs for the hook to run.",
+        epilog=TARGETS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_targets(p)
+    add_json(p)
+    p.set_defaults(run=cmd_install)
+
+    p = hsub.add_parser(
+        "uninstall",
+        help="remove fleet's hook entries (only fleet's)",
+        description="Remove fleet's hook entries (and their Codex trust entries) from each "
+        "target, leaving everything else as it was.",
+        epilog=TARGETS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_targets(p)
+    add_json(p)
+    p.set_defaults(run=cmd_uninstall)
+
+    p = hsub.add_parser(
+        "status",
+        help="is fleet's hook installed, and will it run?",
+        description="For each target: the events fleet's hook is installed for, whether the "
+        "installed command is the current one, and whether it will run (its interpreter and "
+        "program exist; for Codex, a trust entry with a matching hash). Exits 1 when a hook "
+        "would not run.",
+        epilog=TARGETS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_targets(p)
+    add_json(p)
+    p.set_defaults(run=cmd_status)
+
+    p = hsub.add_parser(
+        "command",
+        help="print the exact hook command that gets installed",
+        description="Print the command line `fleet hooks install` writes for TOOL: an absolute "
+        "interpreter run with -I -S, the hook program, the tool and the fleet home. "
+        "$FLEET_HOME in the agent's environment overrides the home baked in.",
+    )
+    p.add_argument("--tool", choices=_hooks.TOOLS, required=True)
+    add_json(p)
+    p.set_defaults(run=cmd_command)
+
+    p = sub.add_parser(
+        "trust",
+        help="pre-answer an agent's folder-trust prompt for a worktree",
+        description="Mark PATH trusted for the target (Claude Code: .claude.json "
+        "projects[PATH].hasTrustDialogAccepted; Codex: config.toml [projects.\"PATH\"] "
+        "trust_level), then read it back, writing again if a starting agent rewrote the "
+        "file. With --check, only report: exit 0 when trusted, 4 when not.",
+        epilog=TARGETS_HELP.replace("  --all-profiles     every clausona profile\n", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_targets(p, many=False)
+    p.add_argument("--path", required=True, metavar="WORKTREE", help="the folder to trust")
+    p.add_argument("--check", action="store_true", help="only verify; exit 4 if not trusted")
+    add_json(p)
+    p.set_defaults(run=cmd_trust)
+
+    p = sub.add_parser(
+        "doctor",
+        help="report hook failures, unreadable journal lines, a missing hook program",
+        description="Check what fleet depends on: failures the hook recorded in "
+        "hook-errors.log, journal lines that do not decode (per worker), and the hook program "
+        "and its interpreter. With targets, also the hook status of each. Exits 1 when "
+        "something is wrong.",
+        epilog=TARGETS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_targets(p)
+    p.add_argument("--errors", type=int, default=5, metavar="N",
+                   help="show the last N hook errors (default 5)")
+    add_json(p)
+    p.set_defaults(run=cmd_doctor)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return Exit.USAGE
+
+
+# -- targets -----------------------------------------------------------------------------------
+
+
+def resolve_targets(args: argparse.Namespace, *, required: bool = True) -> list[_hooks.Target]:
+    def many(value: Any) -> list[str]:
+        if value is None:
+            return []
+        return list(value) if isinstance(value, list) else [value]
+
+    targets = [_hooks.claude_target(d) for d in many(args.config_dir)]
+    targets += [_hooks.codex_target(d) for d in many(args.codex_home)]
+    names = many(args.profile)
+    if names or getattr(args, "all_profiles", False):
+        from fleet._profiles import find_profile, load_profiles
+
+        profiles = load_profiles()
+        chosen = profiles if getattr(args, "all_profiles", False) else [
+            find_profile(n, profiles) for n in names
+        ]
+        for profile in chosen:
+            if profile.tool == "claude":
+                targets.append(_hooks.claude_target(profile.config_dir, profile.name))
+            elif profile.tool == "codex":
+                targets.append(_hooks.codex_target(profile.config_dir, profile.name))
+    if required and not targets:
+        raise SettingsError(
+            "name a target: --config-dir DIR, --codex-home DIR, --profile NAME or --all-profiles"
+        )
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for t in targets:
+        key = (t.tool, os.path.realpath(t.config_dir))
+        if key not in seen:
+            seen.add(key)
+            unique.append(t)
+    return unique
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    changes = [_hooks.install(t, home=args.home) for t in resolve_targets(args)]
+    return _print_changes(args, changes, "installed")
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    changes = [_hooks.uninstall(t) for t in resolve_targets(args)]
+    return _print_changes(args, changes, "removed")
+
+
+def _print_changes(args: argparse.Namespace, changes: list[_hooks.Change], verb: str) -> int:
+    if args.json:
+        print_json(changes)
+        return Exit.OK
+    for c in changes:
+        if not c.changed:
+            print(f"{c.target}: unchanged ({c.file})")
+            continue
+        what = f"{len(c.events)} events" if verb == "installed" else f"{c.removed} entries"
+        print(f"{c.target}: {verb} {what}; wrote {', '.join(c.files_written)}")
+        if c.backups:
+            print(f"  backup: {', '.join(c.backups)}")
+    return Exit.OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    statuses = [_hooks.status(t, home=args.home) for t in resolve_targets(args)]
+    if args.json:
+        print_json(statuses)
+    else:
+        rows = []
+        for s in statuses:
+            installed = f"{len(s.installed)}/{len(s.installed) + len(s.missing)}"
+            rows.append([s.target, s.tool, installed, "yes" if s.will_run else "NO",
+                         "yes" if s.current else "no"])
+        print(table(rows, ["target", "tool", "events", "will run", "current"]))
+        for s in statuses:
+            for problem in s.problems:
+                print(f"  {s.target}: {problem}")
+    return Exit.OK if all(s.will_run for s in statuses) else Exit.ERROR
+
+
+def cmd_command(args: argparse.Namespace) -> int:
+    argv = _hooks.hook_argv(args.tool, home=args.home)
+    command = _hooks.hook_command(args.tool, home=args.home)
+    if args.json:
+        print_json({"tool": args.tool, "command": command, "argv": argv})
+    else:
+        print(command)
+    return Exit.OK
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    targets = resolve_targets(args)
+    if len(targets) != 1:
+        raise SettingsError("name exactly one of --config-dir, --codex-home or --profile")
+    target = targets[0]
+    check = _trust.check if args.check else _trust.trust
+    result = check(target, args.path)
+    if args.json:
+        print_json(result)
+    else:
+        state = "trusted" if result.trusted else "NOT trusted"
+        print(f"{result.path}: {state} for {result.target} ({result.file})")
+    return Exit.OK if result.trusted else Exit.REFUSED
+
+
+@attrs.frozen(kw_only=True)
+class Report:
+    ok: bool
+    home: str
+    hook_program: str | None
+    interpreter: str
+    problems: tuple[str, ...]
+    hook_errors: int
+    last_hook_errors: tuple[str, ...]
+    unreadable: dict[str, int]
+    hooks: tuple[_hooks.Status, ...] = ()
+
+
+def doctor(home: Path, targets: list[_hooks.Target], *, last: int = 5) -> Report:
+    problems: list[str] = []
+    try:
+        script: str | None = str(_hooks.hook_script_path())
+    except SettingsError as exc:
+        script = None
+        problems.append(str(exc))
+    interpreter = _hooks.hook_python()
+    if not os.access(interpreter, os.X_OK):
+        problems.append(f"the interpreter {interpreter} is not executable")
+    errors = _read_hook_errors(hook_errors_path(home))
+    if errors:
+        problems.append(f"the hook recorded {len(errors)} failures in {hook_errors_path(home)}")
+    unreadable: dict[str, int] = {}
+    for worker in list_workers(home):
+        count = sum(
+            1 for _, e in JournalReader(journal_path(home, worker)).read()
+            if isinstance(e, Unreadable)
+        )
+        if count:
+            unreadable[worker] = count
+            problems.append(f"worker {worker}: {count} unreadable journal lines")
+    statuses = tuple(_hooks.status(t, home=home) for t in targets)
+    for s in statuses:
+        problems.extend(f"{s.target}: {p}" for p in s.problems)
+    return Report(
+        ok=not problems,
+        home=str(home),
+        hook_program=script,
+        interpreter=interpreter,
+        problems=tuple(problems),
+        hook_errors=len(errors),
+        last_hook_errors=tuple(errors[-last:]) if last > 0 else (),
+        unreadable=unreadable,
+        hooks=statuses,
+    )
+
+
+def _read_hook_errors(path: Path) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [f"cannot read {path}: {exc.strerror or exc}"]
+    return [ln.decode("utf-8", "replace") for ln in data.splitlines() if ln.strip()]
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    home = resolve_home(args.home)
+    report = doctor(home, resolve_targets(args, required=False), last=args.errors)
+    if args.json:
+        print_json(to_jsonable(report))
+    else:
+        print(f"fleet home: {report.home}")
+        program = report.hook_program or "MISSING"
+        print(f"hook program: {program} (interpreter {report.interpreter})")
+        if report.ok:
+            print("ok: no hook failures, every journal line readable")
+        for problem in report.problems:
+            print(f"problem: {problem}")
+        for line in report.last_hook_errors:
+            print(f"  {line}")
+    sys.stdout.flush()
+    return Exit.OK if report.ok else Exit.ERROR

@@ -1,0 +1,668 @@
+"""Installing fleet's hook into Claude Code config dirs and Codex homes.
+
+Claude Code reads hooks from ``<config dir>/settings.json``; Codex from ``$CODEX_HOME/hooks.json``,
+and runs a hook only once ``config.toml`` holds a trust entry whose hash matches the hook's
+definition (``[hooks.state."<hooks.json>:<event>:<group>:<handler>"] trusted_hash``).
+
+Merging never loses the user's content: other hooks and keys survive, reinstalling leaves the file
+byte-for-byte as it was, uninstalling removes only fleet's entries (recognized by the hook
+program's file name in their command), a malformed file is refused and left untouched, and every
+write goes to a temporary file renamed over the original (through a symlink to its target, so a
+settings.json shared between profiles stays shared) after a backup copy of the original.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import importlib.resources
+import json
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+import tomlkit
+import tomlkit.exceptions
+
+from fleet._errors import SettingsError
+from fleet._home import resolve_home
+
+Tool = Literal["claude", "codex"]
+TOOLS: Final = ("claude", "codex")
+HOOK_SCRIPT: Final = "fleet_hook.py"
+BACKUP_SUFFIX: Final = ".fleet-backup"
+
+#: Claude Code events fleet's state machine reads. WorktreeCreate/WorktreeRemove are never
+#: registered: a hook there replaces Claude Code's own worktree handling.
+CLAUDE_EVENTS: Final = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "SessionEnd",
+)
+#: Tool activity fires on every call and only ever means "working": it runs in the background so
+#: it never delays a tool. Everything that changes what a coordinator should do stays synchronous,
+#: so it is in the journal before the agent moves on.
+CLAUDE_ASYNC_EVENTS: Final = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+CODEX_EVENTS: Final = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PreCompact",
+    "PostCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+    "Interrupt",
+    "SessionEnd",
+)
+#: Codex's default timeout for a command hook, part of the trusted hash when none is set.
+CODEX_DEFAULT_TIMEOUT: Final = 600
+MATCH_ALL: Final = "*"
+
+
+# -- the hook program and its command ----------------------------------------------------------
+
+
+def hook_script_path() -> Path:
+    """The installed hook program: inside the wheel (``fleet/_hook``), else the source tree's
+    ``hooks/`` (an editable install)."""
+    with contextlib.suppress(ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        packaged = importlib.resources.files("fleet") / "_hook" / HOOK_SCRIPT
+        if packaged.is_file():
+            return Path(str(packaged)).absolute()
+    source = Path(__file__).resolve().parents[2] / "hooks" / HOOK_SCRIPT
+    if source.is_file():
+        return source
+    raise SettingsError(
+        f"fleet's hook program {HOOK_SCRIPT} is missing from this installation; reinstall fleet"
+    )
+
+
+def hook_python() -> str:
+    """The interpreter the hook runs with: the one running fleet, by absolute path."""
+    return str(Path(sys.executable).absolute())
+
+
+def hook_argv(
+    tool: str, *, home: str | os.PathLike[str] | None = None, python: str | None = None
+) -> list[str]:
+    """The hook's argv: an absolute interpreter with ``-I -S`` (no site, no environment, so
+    nothing but the standard library loads), the script, the tool and the fleet home (which
+    ``$FLEET_HOME`` in the hook's environment overrides)."""
+    if tool not in TOOLS:
+        raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
+    return [
+        python or hook_python(),
+        "-I",
+        "-S",
+        str(hook_script_path()),
+        "--tool",
+        tool,
+        "--home",
+        str(resolve_home(home)),
+    ]
+
+
+def hook_command(tool: str, *, home: str | os.PathLike[str] | None = None) -> str:
+    """The shell command line installed for ``tool`` (both agents run hooks through a shell)."""
+    return shlex.join(hook_argv(tool, home=home))
+
+
+def is_fleet_command(command: object) -> bool:
+    """Whether a hook command runs fleet's hook program (whatever its path or version)."""
+    if not isinstance(command, str) or HOOK_SCRIPT not in command:
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return any(Path(w).name == HOOK_SCRIPT for w in words)
+
+
+def command_argv(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
+# -- targets -----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Target:
+    """Where a hook is installed: a Claude Code config dir or a Codex home, maybe a profile's."""
+
+    tool: Tool
+    config_dir: Path
+    profile: str | None = None
+
+    @property
+    def hooks_file(self) -> Path:
+        return self.config_dir / ("settings.json" if self.tool == "claude" else "hooks.json")
+
+    @property
+    def config_toml(self) -> Path:
+        return self.config_dir / "config.toml"
+
+    @property
+    def events(self) -> tuple[str, ...]:
+        return CLAUDE_EVENTS if self.tool == "claude" else CODEX_EVENTS
+
+    @property
+    def label(self) -> str:
+        return self.profile or f"{self.tool}:{self.config_dir}"
+
+
+def claude_target(config_dir: str | os.PathLike[str], profile: str | None = None) -> Target:
+    path = Path(config_dir).expanduser().absolute()
+    return Target(tool="claude", config_dir=path, profile=profile)
+
+
+def codex_target(codex_home: str | os.PathLike[str], profile: str | None = None) -> Target:
+    path = Path(codex_home).expanduser().absolute()
+    return Target(tool="codex", config_dir=path, profile=profile)
+
+
+# -- files: read strictly, write atomically with a backup, through symlinks ---------------------
+
+
+def read_json_object(path: Path) -> tuple[dict[str, Any], bytes | None]:
+    """A JSON object file and its raw bytes (None when the file does not exist). Anything else
+    is refused, so the caller never writes over a file it could not understand."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}, None
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not raw.strip():
+        return {}, raw
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = (
+            f" (line {exc.lineno} column {exc.colno}: {exc.msg})"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        raise SettingsError(f"{path} is not valid JSON{where}; left it untouched") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} does not hold a JSON object; left it untouched")
+    return data, raw
+
+
+def dump_json(data: Mapping[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def write_file(path: Path, content: bytes, *, backup: bool = True) -> Path | None:
+    """Replace ``path``'s content atomically: a temporary file in the same directory, fsynced,
+    renamed over it. A symlink is written through to its target and stays a symlink. The old
+    content is first copied to ``<file>.fleet-backup`` beside the real file; returns that path."""
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    saved: Path | None = None
+    try:
+        mode = real.stat().st_mode & 0o7777
+        exists = True
+    except FileNotFoundError:
+        mode, exists = 0o600, False
+    if exists and backup:
+        saved = real.with_name(real.name + BACKUP_SUFFIX)
+        _atomic_write(saved, real.read_bytes(), mode)
+    _atomic_write(real, content, mode)
+    return saved
+
+
+def _atomic_write(path: Path, content: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_toml(path: Path) -> tuple[tomlkit.TOMLDocument, bytes | None]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return tomlkit.document(), None
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return tomlkit.parse(raw.decode("utf-8")), raw
+    except (tomlkit.exceptions.TOMLKitError, UnicodeDecodeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise SettingsError(f"{path} is not valid TOML ({detail}); left it untouched") from None
+
+
+# -- merging hook entries ----------------------------------------------------------------------
+
+Position = tuple[str, int, int]  # event, group index, handler index
+
+
+def _hooks_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    hooks = data.get("hooks")
+    if hooks is None:
+        return {}
+    if not isinstance(hooks, dict):
+        raise SettingsError(f"{path}: 'hooks' is not an object; left it untouched")
+    for event, groups in hooks.items():
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise SettingsError(
+                f"{path}: hooks.{event} is not a list of matcher groups; left it untouched"
+            )
+        for group in groups:
+            handlers = group.get("hooks", [])
+            if not isinstance(handlers, list) or not all(isinstance(h, dict) for h in handlers):
+                raise SettingsError(
+                    f"{path}: a hooks.{event} group has no list of hooks; left it untouched"
+                )
+    return hooks
+
+
+def fleet_positions(hooks: Mapping[str, Any]) -> list[Position]:
+    """Where fleet's handlers sit."""
+    out: list[Position] = []
+    for event, groups in hooks.items():
+        for gi, group in enumerate(groups):
+            for hi, handler in enumerate(group.get("hooks", [])):
+                if is_fleet_command(handler.get("command")):
+                    out.append((event, gi, hi))
+    return out
+
+
+def strip_fleet(hooks: Mapping[str, Any]) -> tuple[dict[str, Any], dict[Position, Position]]:
+    """``hooks`` without fleet's handlers (a group left empty goes too; an event left empty goes
+    too) and where every other handler moved."""
+    out: dict[str, Any] = {}
+    moves: dict[Position, Position] = {}
+    for event, groups in hooks.items():
+        kept_groups: list[Any] = []
+        for gi, group in enumerate(groups):
+            handlers = group.get("hooks", [])
+            kept = [h for h in handlers if not is_fleet_command(h.get("command"))]
+            if len(kept) == len(handlers):
+                new_group = group
+            elif kept:
+                new_group = {**group, "hooks": kept}
+            else:
+                continue
+            ngi = len(kept_groups)
+            nhi = 0
+            for hi, handler in enumerate(handlers):
+                if not is_fleet_command(handler.get("command")):
+                    moves[(event, gi, hi)] = (event, ngi, nhi)
+                    nhi += 1
+            kept_groups.append(new_group)
+        if kept_groups or not groups:
+            out[event] = kept_groups
+    return out, moves
+
+
+def fleet_group(target: Target, command: str, event: str) -> dict[str, Any]:
+    handler: dict[str, Any] = {"type": "command", "command": command}
+    if target.tool == "claude" and event in CLAUDE_ASYNC_EVENTS:
+        handler["async"] = True
+    return {"matcher": MATCH_ALL, "hooks": [handler]}
+
+
+def desired_hooks(
+    target: Target, hooks: Mapping[str, Any], command: str
+) -> tuple[dict[str, Any], dict[Position, Position]]:
+    """``hooks`` with exactly fleet's current groups: kept as they are when already right,
+    otherwise every fleet handler removed and one fleet group appended per event."""
+    wanted = {event: fleet_group(target, command, event) for event in target.events}
+    positions = fleet_positions(hooks)
+    already = (
+        len(positions) == len(wanted)
+        and {p[0] for p in positions} == set(wanted)
+        and all(hooks[event][gi] == wanted[event] for event, gi, _ in positions)
+    )
+    if already:
+        identity = {
+            (e, gi, hi): (e, gi, hi)
+            for e, groups in hooks.items()
+            for gi, g in enumerate(groups)
+            for hi in range(len(g.get("hooks", [])))
+        }
+        return copy.deepcopy(dict(hooks)), identity
+    stripped, moves = strip_fleet(hooks)
+    for event, group in wanted.items():
+        stripped.setdefault(event, []).append(group)
+    return stripped, moves
+
+
+# -- Codex trust -------------------------------------------------------------------------------
+
+
+def snake_case(event: str) -> str:
+    out = []
+    for i, c in enumerate(event):
+        if c.isupper() and i:
+            out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+def codex_trust_hash(event: str, group: Mapping[str, Any]) -> str:
+    """Codex's hash of one matcher group (as it stands in hooks.json): sha256 over the compact,
+    sorted-key JSON of the event's snake_case name, the matcher if set, and each handler with its
+    defaults filled in. Observed in Codex 0.171.0; internal to Codex and liable to change."""
+    handlers = []
+    for handler in group.get("hooks", []):
+        handlers.append(
+            {
+                "async": bool(handler.get("async", False)),
+                "command": handler.get("command"),
+                "timeout": handler.get("timeout", CODEX_DEFAULT_TIMEOUT),
+                "type": handler.get("type", "command"),
+            }
+        )
+    identity: dict[str, Any] = {"event_name": snake_case(event), "hooks": handlers}
+    if group.get("matcher") is not None:
+        identity["matcher"] = group["matcher"]
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def trust_key(hooks_file: Path, position: Position) -> str:
+    event, gi, hi = position
+    return f"{hooks_file}:{snake_case(event)}:{gi}:{hi}"
+
+
+def _trust_state(doc: tomlkit.TOMLDocument, *, create: bool) -> Any:
+    hooks = doc.get("hooks")
+    if hooks is None:
+        if not create:
+            return None
+        hooks = tomlkit.table(is_super_table=True)
+        doc["hooks"] = hooks
+    if not isinstance(hooks, dict):
+        raise SettingsError("config.toml: 'hooks' is not a table; left it untouched")
+    state = hooks.get("state")
+    if state is None:
+        if not create:
+            return None
+        state = tomlkit.table(is_super_table=True)
+        hooks["state"] = state
+    if not isinstance(state, dict):
+        raise SettingsError("config.toml: 'hooks.state' is not a table; left it untouched")
+    return state
+
+
+def _retrust(
+    doc: tomlkit.TOMLDocument,
+    hooks_file: Path,
+    old_fleet: Sequence[Position],
+    moves: Mapping[Position, Position],
+    new_hooks: Mapping[str, Any],
+) -> None:
+    """Rewrite the trust entries of one hooks.json after its groups moved: fleet's old entries
+    go, the user's entries follow their handlers, fleet's new handlers are trusted."""
+    state = _trust_state(doc, create=True)
+    prefix = f"{hooks_file}:"
+    by_snake = {snake_case(e): e for e in new_hooks}
+    by_snake.update({snake_case(e): e for e, _, _ in old_fleet})
+    by_snake.update({snake_case(e): e for e, _, _ in moves})
+    new_fleet = {
+        trust_key(hooks_file, (e, gi, hi)): codex_trust_hash(e, new_hooks[e][gi])
+        for e, gi, hi in fleet_positions(new_hooks)
+    }
+    old_fleet_set = set(old_fleet)
+    carried: dict[str, Any] = {}
+    for key in [k for k in state if isinstance(k, str) and k.startswith(prefix)]:
+        parsed = _parse_trust_key(key[len(prefix) :], by_snake)
+        if parsed is None or key in new_fleet:
+            continue
+        if parsed in old_fleet_set:
+            del state[key]
+        elif parsed in moves and moves[parsed] != parsed:
+            carried[trust_key(hooks_file, moves[parsed])] = state[key]
+            del state[key]
+    for key, value in carried.items():
+        state[key] = value
+    for key, digest in new_fleet.items():
+        entry = state.get(key)
+        if isinstance(entry, dict):
+            if entry.get("trusted_hash") != digest:
+                entry["trusted_hash"] = digest
+            continue
+        entry = tomlkit.table()
+        entry["trusted_hash"] = digest
+        state[key] = entry
+    if not state:
+        hooks = doc["hooks"]
+        del hooks["state"]
+        if not hooks:
+            del doc["hooks"]
+
+
+def _parse_trust_key(rest: str, by_snake: Mapping[str, str]) -> Position | None:
+    parts = rest.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    event = by_snake.get(parts[0])
+    if event is None:
+        return None
+    return (event, int(parts[1]), int(parts[2]))
+
+
+# -- install / uninstall / status --------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Change:
+    """What one install or uninstall did to one target."""
+
+    target: str
+    tool: str
+    file: str
+    changed: bool
+    files_written: tuple[str, ...] = ()
+    backups: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+    removed: int = 0
+
+
+def install(target: Target, *, home: str | os.PathLike[str] | None = None) -> Change:
+    """Install (or refresh) fleet's hook for every event of ``target``."""
+    command = hook_command(target.tool, home=home)
+    return _apply(target, lambda hooks: desired_hooks(target, hooks, command))
+
+
+def uninstall(target: Target) -> Change:
+    """Remove fleet's hook entries (and their Codex trust) from ``target``."""
+    return _apply(target, strip_fleet)
+
+
+def _apply(target: Target, change: Any) -> Change:
+    path = target.hooks_file
+    data, raw = read_json_object(path)
+    hooks = _hooks_table(data, path)
+    doc: tomlkit.TOMLDocument | None = None
+    toml_raw: bytes | None = None
+    if target.tool == "codex":
+        doc, toml_raw = read_toml(target.config_toml)  # refuse a bad config before any write
+        _trust_state(doc, create=False)
+    old_fleet = fleet_positions(hooks)
+    new_hooks, moves = change(hooks)
+    new_data = dict(data)
+    if new_hooks:
+        new_data["hooks"] = new_hooks
+    else:
+        new_data.pop("hooks", None)
+    written: list[str] = []
+    backups: list[str] = []
+    if new_data != data or (raw is None and new_hooks):
+        saved = write_file(path, dump_json(new_data))
+        written.append(str(path))
+        if saved:
+            backups.append(str(saved))
+    if doc is not None:
+        hooks_file = path.absolute()
+        _retrust(doc, hooks_file, old_fleet, moves, new_hooks)
+        content = tomlkit.dumps(doc).encode()
+        if content != (toml_raw or b""):
+            # Removing the last table leaves the blank line that separated it behind.
+            content = content.rstrip(b"\n") + b"\n" if content.strip() else b""
+            saved = write_file(target.config_toml, content)
+            written.append(str(target.config_toml))
+            if saved:
+                backups.append(str(saved))
+    events = tuple(p[0] for p in fleet_positions(new_hooks))
+    return Change(
+        target=target.label,
+        tool=target.tool,
+        file=str(path),
+        changed=bool(written),
+        files_written=tuple(written),
+        backups=tuple(backups),
+        events=events,
+        removed=max(0, len(old_fleet) - len(events)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Status:
+    """Whether fleet's hook is installed in a target and will actually run."""
+
+    target: str
+    tool: str
+    file: str
+    installed: tuple[str, ...]
+    missing: tuple[str, ...]
+    will_run: bool
+    problems: tuple[str, ...] = ()
+    command: str | None = None
+    current: bool = False
+    untrusted: tuple[str, ...] = ()
+
+
+def status(target: Target, *, home: str | os.PathLike[str] | None = None) -> Status:
+    path = target.hooks_file
+    problems: list[str] = []
+    try:
+        data, _ = read_json_object(path)
+        hooks = _hooks_table(data, path)
+    except SettingsError as exc:
+        return Status(
+            target=target.label, tool=target.tool, file=str(path), installed=(),
+            missing=target.events, will_run=False, problems=(str(exc),),
+        )
+    positions = fleet_positions(hooks)
+    installed = tuple(e for e in target.events if any(p[0] == e for p in positions))
+    missing = tuple(e for e in target.events if e not in installed)
+    commands = sorted({hooks[e][gi]["hooks"][hi]["command"] for e, gi, hi in positions})
+    try:
+        expected: str | None = hook_command(target.tool, home=home)
+    except SettingsError as exc:
+        expected = None
+        problems.append(str(exc))
+    if not positions:
+        problems.append(f"fleet's hook is not installed in {path}")
+    elif missing:
+        problems.append(f"fleet's hook is missing for {', '.join(missing)}")
+    if len(commands) > 1:
+        problems.append("fleet's hook entries disagree on the command; reinstall")
+    for command in commands:
+        problems.extend(_command_problems(command))
+    if target.tool == "claude" and data.get("disableAllHooks") is True:
+        problems.append(f"{path} sets disableAllHooks: no hook runs")
+    untrusted: list[str] = []
+    if target.tool == "codex" and positions:
+        untrusted, trust_problems = _codex_trust_problems(target, hooks, positions)
+        problems.extend(trust_problems)
+    current = bool(commands) and commands == [expected]
+    return Status(
+        target=target.label,
+        tool=target.tool,
+        file=str(path),
+        installed=installed,
+        missing=missing,
+        will_run=bool(positions) and not problems,
+        problems=tuple(problems),
+        command=commands[0] if len(commands) == 1 else None,
+        current=current,
+        untrusted=tuple(untrusted),
+    )
+
+
+def _command_problems(command: str) -> list[str]:
+    argv = command_argv(command)
+    if len(argv) < 2:
+        return [f"cannot parse the installed hook command {command!r}"]
+    problems = []
+    python = argv[0]
+    if not os.path.isabs(python) or not os.access(python, os.X_OK):
+        problems.append(f"the hook's interpreter {python} does not exist or is not executable")
+    scripts = [w for w in argv[1:] if Path(w).name == HOOK_SCRIPT]
+    if not scripts or not Path(scripts[0]).is_file():
+        problems.append(f"the hook program {scripts[0] if scripts else HOOK_SCRIPT} is missing")
+    return problems
+
+
+def _codex_trust_problems(
+    target: Target, hooks: Mapping[str, Any], positions: Sequence[Position]
+) -> tuple[list[str], list[str]]:
+    try:
+        doc, _ = read_toml(target.config_toml)
+        state = _trust_state(doc, create=False)
+    except SettingsError as exc:
+        return [p[0] for p in positions], [str(exc)]
+    problems: list[str] = []
+    features = doc.get("features")
+    if isinstance(features, dict) and features.get("hooks") is False:
+        problems.append(f"{target.config_toml} disables hooks ([features] hooks = false)")
+    untrusted = []
+    hooks_file = target.hooks_file.absolute()
+    for position in positions:
+        event, gi, _ = position
+        entry = state.get(trust_key(hooks_file, position)) if state is not None else None
+        have = entry.get("trusted_hash") if isinstance(entry, dict) else None
+        if have != codex_trust_hash(event, hooks[event][gi]):
+            untrusted.append(event)
+    if untrusted:
+        problems.append(
+            f"Codex will skip fleet's hook for {', '.join(untrusted)}: no matching trust entry "
+            f"in {target.config_toml} (run `fleet hooks install` again)"
+        )
+    return untrusted, problems
+
+
+def iter_fleet_commands(target: Target) -> Iterator[str]:
+    """The commands of fleet's installed handlers in ``target`` (for ``fleet doctor``)."""
+    try:
+        data, _ = read_json_object(target.hooks_file)
+        hooks = _hooks_table(data, target.hooks_file)
+    except SettingsError:
+        return
+    for event, gi, hi in fleet_positions(hooks):
+        yield hooks[event][gi]["hooks"][hi]["command"]
