@@ -1,0 +1,721 @@
+"""The supervisor of one headless worker run: ``python -m fleet._supervisor --spec FILE``.
+
+The headless adapter starts it detached (its own session, stdin a pipe, output to a log), so it
+outlives the coordinator's shell. It reads one JSON line from stdin: ``{"key": ...}``, the API key
+when the run needs one (it reaches the agent through the agent's environment only). End of input
+without that line means the coordinator gave up before releasing the run: nothing is started.
+
+Then it runs the agent in the worktree (own process group, stdin ``/dev/null``, stdout and stderr
+to files), journals ``started`` (pid, start time, attempt) and, when the run is over, one
+``exited`` with the parsed final result. Success is gated on ``is_error`` and the exit code, never
+on ``subtype`` (a failed Claude run still says ``"subtype": "success"``). Overload and transient
+errors are retried with jittered exponential backoff up to a bound, optionally on the small model;
+an authentication error is not retried; a usage or rate limit ends the run with
+``reason="limit"`` and the reset time when the message tells it; a wall-clock timeout ends it with
+``reason="timeout"``; SIGTERM (``fleet stop``) ends it with ``reason="stopped"``. Stopping or
+timing out terminates the agent's whole process group (SIGTERM, then SIGKILL after a grace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import random
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Final, Literal, Protocol
+
+import attrs
+import cattrs
+import orjson
+
+from fleet import _journal
+from fleet._clock import Clock, SystemClock
+from fleet._core.events import Exited, Started
+from fleet._home import DIR_MODE, FILE_MODE
+
+SRC: Final = "headless"
+#: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
+RESULT_HEAD: Final = 1000
+RESULT_TAIL: Final = 2900
+#: Statuses worth another attempt: timeouts, conflicts, server errors, overload.
+TRANSIENT_STATUSES: Final = frozenset({408, 409, 500, 502, 503, 504, 520, 522, 524, 529})
+AUTH_STATUSES: Final = frozenset({401, 403})
+_TRANSIENT_WORDS: Final = (
+    "overloaded",
+    "connection error",
+    "connection refused",
+    "connection reset",
+    "econnreset",
+    "econnrefused",
+    "etimedout",
+    "socket hang up",
+    "fetch failed",
+    "stream disconnected",
+    "timed out",
+    "internal server error",
+    "service unavailable",
+    "bad gateway",
+)
+_AUTH_WORDS: Final = (
+    "authentication_error",
+    "authentication failed",
+    "invalid api key",
+    "invalid x-api-key",
+    "unauthorized",
+    "token expired or incorrect",
+)
+_LIMIT_WORDS: Final = (
+    "usage limit",
+    "rate limit",
+    "rate_limit",
+    "too many requests",
+    "quota",
+    "limit reached",
+    "hit your limit",
+)
+
+_MESSAGE_ITEMS: Final = ("agent_message", "assistant_message")
+
+Kind = Literal["ok", "transient", "auth", "limit", "error"]
+
+
+# -- the spec the adapter writes ------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RunSpec:
+    """One run of a worker, as the adapter planned it. Holds no secret: the key arrives on
+    stdin and goes to the variables named in ``key_vars``; ``env_set``/``env_unset`` change the
+    supervisor's own environment into the agent's."""
+
+    worker: str
+    home: str
+    tool: str
+    run: int
+    cwd: str
+    argv: tuple[str, ...]
+    prompt: str | None = None
+    fallback_argv: tuple[str, ...] | None = None
+    env_set: dict[str, str] = attrs.field(factory=dict)
+    env_unset: tuple[str, ...] = ()
+    key_vars: tuple[str, ...] = ()
+    output_dir: str
+    max_attempts: int = 4
+    fallback_after: int = 1
+    backoff_base: float = 2.0
+    backoff_max: float = 60.0
+    timeout: float | None = None
+    grace: float = 5.0
+
+
+_converter = cattrs.Converter()
+
+
+def dump_spec(spec: RunSpec) -> bytes:
+    return orjson.dumps(_converter.unstructure(spec), option=orjson.OPT_INDENT_2)
+
+
+def load_spec(data: bytes) -> RunSpec:
+    return _converter.structure(orjson.loads(data), RunSpec)
+
+
+# -- parsing an agent's output (pure) -------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """What one attempt came to."""
+
+    kind: Kind
+    exit_code: int | None
+    is_error: bool
+    api_error_status: int | None = None
+    result: str | None = None
+    usage: dict[str, int] = attrs.field(factory=dict)
+    session_id: str | None = None
+    reset_at: float | None = None
+
+
+def cut_result(text: str | None) -> str | None:
+    """A result cut to size, keeping its head and its tail (the envelope is the last line)."""
+    if text is None or len(text) <= RESULT_HEAD + RESULT_TAIL:
+        return text
+    return text[:RESULT_HEAD] + "\n[…]\n" + text[-RESULT_TAIL:]
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in ``text``: the whole text, else one per line."""
+    stripped = text.strip()
+    if not stripped:
+        return []
+    try:
+        whole = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):
+        return [whole]
+    out: list[dict[str, Any]] = []
+    for raw in stripped.splitlines():
+        line = raw.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def _int_usage(usage: object) -> dict[str, int]:
+    if not isinstance(usage, dict):
+        return {}
+    return {
+        str(k): int(v)
+        for k, v in usage.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+
+
+_STATUS_RE: Final = re.compile(
+    r"(?:status(?: code)?|http|api error)[^0-9]{0,12}\b([45]\d\d)\b", re.IGNORECASE
+)
+_BARE_STATUS_RE: Final = re.compile(r"\b(401|403|408|429|500|502|503|504|529)\b")
+
+
+def find_status(text: str) -> int | None:
+    """An HTTP status mentioned in an error message, if any."""
+    m = _STATUS_RE.search(text) or _BARE_STATUS_RE.search(text)
+    return int(m.group(1)) if m else None
+
+
+_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_IN_RE: Final = re.compile(
+    r"(?:try again|retry|resets?|available again)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*"
+    r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b[\s,and]*)+)",
+    re.IGNORECASE,
+)
+_PART_RE: Final = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.IGNORECASE)
+_EPOCH_RE: Final = re.compile(r"\|\s*(\d{10})(?:\d{3})?\b")
+_ISO_RE: Final = re.compile(
+    r"(?:reset|again)[^0-9]{0,20}(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?)",
+    re.IGNORECASE,
+)
+
+
+def find_reset(text: str, now: float) -> float | None:
+    """When a usage or rate limit resets, from the ways agents say it: ``...|1767225600``
+    (Claude Code's limit message), an ISO time after "reset", or "try again in 2h 5m"."""
+    m = _EPOCH_RE.search(text)
+    if m:
+        return float(m.group(1))
+    m = _ISO_RE.search(text)
+    if m:
+        from datetime import UTC, datetime
+
+        raw = m.group(1).replace(" ", "T").replace("Z", "+00:00")
+        with contextlib.suppress(ValueError):
+            stamp = datetime.fromisoformat(raw)
+            if stamp.tzinfo is None:
+                stamp = stamp.replace(tzinfo=UTC)
+            return stamp.timestamp()
+    m = _IN_RE.search(text)
+    if m:
+        seconds = sum(
+            float(n) * _UNITS[u.lower()] for n, u in _PART_RE.findall(m.group(1))
+        )
+        if seconds > 0:
+            return now + seconds
+    return None
+
+
+def classify(
+    *,
+    exit_code: int | None,
+    is_error: bool,
+    status: int | None,
+    text: str,
+) -> Kind:
+    """Which way an attempt went. ``text`` is the result or error message (and stderr)."""
+    if exit_code == 0 and not is_error:
+        return "ok"
+    low = text.lower()
+    if status in AUTH_STATUSES or (status is None and any(w in low for w in _AUTH_WORDS)):
+        return "auth"
+    if status == 429 or (
+        status not in TRANSIENT_STATUSES and any(w in low for w in _LIMIT_WORDS)
+    ):
+        return "limit"
+    if status in TRANSIENT_STATUSES or (
+        status is None and any(w in low for w in _TRANSIENT_WORDS)
+    ):
+        return "transient"
+    return "error"
+
+
+def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
+    """An attempt of ``claude -p --output-format json`` (or ``stream-json``: the last ``result``
+    object counts)."""
+    objects = [o for o in _json_objects(stdout) if o.get("type", "result") == "result"]
+    result_obj = objects[-1] if objects else None
+    if result_obj is None:
+        text = (stderr.strip() or stdout.strip())[-2000:]
+        status = find_status(text)
+        kind = classify(exit_code=exit_code, is_error=True, status=status, text=text)
+        return Outcome(
+            kind=kind,
+            exit_code=exit_code,
+            is_error=True,
+            api_error_status=status,
+            result=cut_result(text) or None,
+            reset_at=find_reset(text, now) if kind == "limit" else None,
+        )
+    is_error = result_obj.get("is_error") is True
+    status_raw = result_obj.get("api_error_status")
+    status = (
+        status_raw if isinstance(status_raw, int) and not isinstance(status_raw, bool) else None
+    )
+    result = result_obj.get("result")
+    result_text = result if isinstance(result, str) else None
+    if is_error and status is None:
+        status = find_status(result_text or "")
+    errors = result_obj.get("errors")
+    detail = " ".join(str(e) for e in errors) if isinstance(errors, list) else ""
+    text = " ".join(filter(None, [result_text, detail, stderr.strip()[-1000:] if is_error else ""]))
+    kind = classify(exit_code=exit_code, is_error=is_error, status=status, text=text)
+    session = result_obj.get("session_id")
+    return Outcome(
+        kind=kind,
+        exit_code=exit_code,
+        is_error=is_error or exit_code != 0,
+        api_error_status=status,
+        result=cut_result(result_text),
+        usage=_int_usage(result_obj.get("usage")),
+        session_id=session if isinstance(session, str) else None,
+        reset_at=find_reset(text, now) if kind == "limit" else None,
+    )
+
+
+def parse_codex(stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
+    """An attempt of ``codex exec --json``: JSONL events (``thread.started``, ``item.completed``
+    with the agent's messages, ``turn.completed`` with usage, ``turn.failed`` / ``error``)."""
+    session: str | None = None
+    message: str | None = None
+    usage: dict[str, int] = {}
+    errors: list[str] = []
+    for obj in _json_objects(stdout):
+        kind = obj.get("type")
+        if kind == "thread.started" and isinstance(obj.get("thread_id"), str):
+            session = obj["thread_id"]
+        elif kind == "item.completed":
+            item = obj.get("item")
+            if isinstance(item, dict) and item.get("type") in _MESSAGE_ITEMS:
+                text = item.get("text")
+                if isinstance(text, str):
+                    message = text
+        elif kind == "turn.completed":
+            for k, v in _int_usage(obj.get("usage")).items():
+                usage[k] = usage.get(k, 0) + v
+        elif kind == "turn.failed":
+            err = obj.get("error")
+            errors.append(str(err.get("message")) if isinstance(err, dict) else str(err))
+        elif kind == "error":
+            errors.append(str(obj.get("message")))
+    is_error = bool(errors) or exit_code != 0
+    text = " ".join(errors) if errors else ""
+    if is_error and not text:
+        text = (stderr.strip() or stdout.strip())[-2000:]
+    status = find_status(text) if is_error else None
+    outcome = classify(exit_code=exit_code, is_error=is_error, status=status, text=text)
+    result = message if outcome == "ok" or message else (text or None)
+    return Outcome(
+        kind=outcome,
+        exit_code=exit_code,
+        is_error=is_error,
+        api_error_status=status,
+        result=cut_result(result),
+        usage=usage,
+        session_id=session,
+        reset_at=find_reset(text, now) if outcome == "limit" else None,
+    )
+
+
+def parse_output(tool: str, stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
+    parse = parse_codex if tool == "codex" else parse_claude
+    return parse(stdout, stderr, exit_code, now)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Jittered exponential backoff before attempt ``attempt + 1``: a random point in the upper
+    half of ``min(cap, base * 2**(attempt-1))``, so retrying workers spread out."""
+    ceiling = min(cap, base * math.pow(2, max(0, attempt - 1)))
+    return ceiling * (0.5 + rng.random() / 2)
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+class Proc(Protocol):
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+
+Spawner = Callable[[Sequence[str], str, Mapping[str, str], IO[bytes], IO[bytes]], Proc]
+
+
+def spawn_agent(
+    argv: Sequence[str], cwd: str, env: Mapping[str, str], out: IO[bytes], err: IO[bytes]
+) -> Proc:
+    """Start the agent as the leader of its own process group, stdin from /dev/null."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def exit_status(code: int | None) -> int | None:
+    """Popen's negative "killed by signal N" as the shell's 128+N."""
+    if code is not None and code < 0:
+        return 128 - code
+    return code
+
+
+def start_time_of(pid: int) -> int | None:
+    from fleet._proc import process_start_time
+
+    return process_start_time(pid)
+
+
+# -- the supervisor -------------------------------------------------------------------------
+
+
+class Supervisor:
+    """Runs the attempts of one :class:`RunSpec` and journals them.
+
+    ``clock`` (deadlines and timestamps), ``spawn`` (the agent process), ``pause`` (backoff
+    waits; returns early when a stop is requested) and ``rng`` (jitter) are injectable."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        *,
+        key: str | None = None,
+        base_env: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
+        spawn: Spawner = spawn_agent,
+        pause: Callable[[float], None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.spec = spec
+        self.home = Path(spec.home)
+        self.clock = clock or SystemClock()
+        self.spawn = spawn
+        self.rng = rng or random.Random()
+        self._key = key
+        self._base_env = dict(os.environ if base_env is None else base_env)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._stop = False
+        self._pause = pause
+        self.delays: list[float] = []
+
+    # stopping ---------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Ask the run to end (safe from a signal handler or another thread)."""
+        self._stop = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def stopping(self) -> bool:
+        """Whether a stop was requested (a method: it changes under the caller's feet)."""
+        return self._stop
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum: int, frame: object) -> None:
+            self.request_stop()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def close(self) -> None:
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    # the environment --------------------------------------------------------------------
+
+    def child_env(self) -> dict[str, str]:
+        env = {k: v for k, v in self._base_env.items() if k not in self.spec.env_unset}
+        env.update(self.spec.env_set)
+        if self._key is not None:
+            for name in self.spec.key_vars:
+                env[name] = self._key
+        return env
+
+    # waiting ----------------------------------------------------------------------------
+
+    def _wait(self, proc: Proc, timeout: float | None) -> int | None:
+        """Wait for ``proc`` to exit, a stop request, or ``timeout``; returns its exit code
+        or None. Blocks in select(2) on a pidfd where there is one (no polling)."""
+        code = proc.poll()
+        if code is not None or self.stopping():
+            return code
+        pidfd = -1
+        with contextlib.suppress(OSError, AttributeError):
+            pidfd = os.pidfd_open(proc.pid)
+        try:
+            end = None if timeout is None else self.clock.monotonic() + timeout
+            while True:
+                left = None if end is None else max(0.0, end - self.clock.monotonic())
+                step = left if pidfd >= 0 else min(left if left is not None else 0.2, 0.2)
+                fds = [self._wake_r] + ([pidfd] if pidfd >= 0 else [])
+                with contextlib.suppress(InterruptedError):
+                    select.select(fds, [], [], step)
+                code = proc.poll()
+                if code is not None or self.stopping():
+                    return code
+                if end is not None and self.clock.monotonic() >= end:
+                    return None
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+
+    def _sleep(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        if self._pause is not None:
+            self._pause(seconds)
+            return
+        with contextlib.suppress(InterruptedError):
+            select.select([self._wake_r], [], [], seconds)
+
+    def _terminate(self, proc: Proc) -> int | None:
+        """SIGTERM the agent's process group, then SIGKILL it after the grace period."""
+        _killpg(proc.pid, signal.SIGTERM)
+        end = self.clock.monotonic() + self.spec.grace
+        while (code := proc.poll()) is None and self.clock.monotonic() < end:
+            time.sleep(0.05)
+        if code is None:
+            _killpg(proc.pid, signal.SIGKILL)
+            code = proc.wait() if isinstance(proc, subprocess.Popen) else proc.poll()
+        return code
+
+    # journaling -------------------------------------------------------------------------
+
+    def _journal(self, event: Started | Exited) -> None:
+        _journal.append(self.home, self.spec.worker, event)
+
+    def _exited(self, outcome: Outcome | None, *, reason: str | None, code: int | None) -> Exited:
+        event = Exited(
+            ts=self.clock.now(),
+            src=SRC,
+            exit_code=code if outcome is None else outcome.exit_code,
+            is_error=True if outcome is None else outcome.is_error,
+            api_error_status=None if outcome is None else outcome.api_error_status,
+            result=None if outcome is None else outcome.result,
+            usage={} if outcome is None else dict(outcome.usage),
+            session_id=None if outcome is None else outcome.session_id,
+            reason=reason,
+            reset_at=None if outcome is None else outcome.reset_at,
+        )
+        self._journal(event)
+        return event
+
+    # the run ----------------------------------------------------------------------------
+
+    def run(self) -> Exited:
+        spec = self.spec
+        out_dir = Path(spec.output_dir)
+        out_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        deadline = None if spec.timeout is None else self.clock.monotonic() + spec.timeout
+        env = self.child_env()
+        last: Outcome | None = None
+        usage: dict[str, int] = {}
+        for attempt in range(1, max(1, spec.max_attempts) + 1):
+            if self.stopping():
+                return self._exited(last, reason="stopped", code=None)
+            use_fallback = spec.fallback_argv is not None and attempt > spec.fallback_after
+            argv = list(spec.fallback_argv if use_fallback and spec.fallback_argv else spec.argv)
+            if spec.prompt is not None:
+                argv.append(spec.prompt)
+            stem = out_dir / f"run-{spec.run}-{attempt}"
+            with _open_private(stem.with_suffix(".out")) as out, _open_private(
+                stem.with_suffix(".err")
+            ) as err:
+                try:
+                    proc = self.spawn(argv, spec.cwd, env, out, err)
+                except OSError as exc:
+                    outcome = Outcome(
+                        kind="error",
+                        exit_code=127,
+                        is_error=True,
+                        result=f"cannot start {argv[0]}: {exc.strerror or exc}",
+                    )
+                    return self._exited(outcome, reason="error", code=127)
+                self._journal(
+                    Started(
+                        ts=self.clock.now(),
+                        src=SRC,
+                        pid=proc.pid,
+                        start_time=start_time_of(proc.pid),
+                        attempt=attempt,
+                    )
+                )
+                left = None if deadline is None else max(0.0, deadline - self.clock.monotonic())
+                code = self._wait(proc, left)
+                if code is None:
+                    reason = "stopped" if self.stopping() else "timeout"
+                    code = self._terminate(proc)
+                    _killpg(proc.pid, signal.SIGKILL)
+                    return self._exited(
+                        _partial(spec.tool, stem, code, self.clock.now()),
+                        reason=reason,
+                        code=exit_status(code),
+                    )
+                # Whatever the agent left behind in its group (background shells) ends with it.
+                _killpg(proc.pid, signal.SIGTERM)
+            outcome = parse_output(
+                spec.tool,
+                _read_text(stem.with_suffix(".out")),
+                _read_text(stem.with_suffix(".err")),
+                exit_status(code),
+                self.clock.now(),
+            )
+            for k, v in outcome.usage.items():
+                usage[k] = usage.get(k, 0) + v
+            outcome = attrs.evolve(outcome, usage=dict(usage))
+            last = outcome
+            if outcome.kind == "ok":
+                return self._exited(outcome, reason=None, code=outcome.exit_code)
+            if outcome.kind == "auth":
+                return self._exited(outcome, reason="auth", code=outcome.exit_code)
+            if outcome.kind == "limit":
+                return self._exited(outcome, reason="limit", code=outcome.exit_code)
+            if outcome.kind == "error":
+                return self._exited(outcome, reason="error", code=outcome.exit_code)
+            if attempt >= spec.max_attempts:
+                break
+            delay = backoff_delay(attempt, spec.backoff_base, spec.backoff_max, self.rng)
+            if deadline is not None and self.clock.monotonic() + delay >= deadline:
+                self._sleep(max(0.0, deadline - self.clock.monotonic()))
+                if self.stopping():
+                    return self._exited(outcome, reason="stopped", code=outcome.exit_code)
+                return self._exited(outcome, reason="timeout", code=outcome.exit_code)
+            self._sleep(delay)
+        return self._exited(last, reason="retries", code=None if last is None else last.exit_code)
+
+
+def _partial(tool: str, stem: Path, code: int | None, now: float) -> Outcome:
+    """What a killed attempt had said so far (its session id, mostly)."""
+    parsed = parse_output(
+        tool,
+        _read_text(stem.with_suffix(".out")),
+        _read_text(stem.with_suffix(".err")),
+        exit_status(code),
+        now,
+    )
+    return attrs.evolve(parsed, is_error=True, exit_code=exit_status(code), kind="error")
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@contextlib.contextmanager
+def _open_private(path: Path) -> Any:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    with os.fdopen(fd, "wb") as f:
+        yield f
+
+
+def _read_text(path: Path, limit: int = 8 << 20) -> str:
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+
+def read_release(stream: IO[bytes]) -> dict[str, Any] | None:
+    """The coordinator's release line, or None when it closed the pipe without one."""
+    line = stream.readline(1 << 16)
+    if not line.strip():
+        return None
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fleet._supervisor")
+    parser.add_argument("--spec", required=True, type=Path)
+    args = parser.parse_args(argv)
+    spec = load_spec(args.spec.read_bytes())
+    # Stop requests that arrive before the agent starts must still count.
+    holder: list[Supervisor] = []
+    early: list[int] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        if holder:
+            holder[0].request_stop()
+        else:
+            early.append(signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    release = read_release(sys.stdin.buffer)
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+    if release is None:
+        sys.stderr.write("supervisor: not released by the coordinator; nothing started\n")
+        return 1
+    key = release.get("key")
+    sup = Supervisor(spec, key=key if isinstance(key, str) else None)
+    del key, release
+    holder.append(sup)
+    sup.install_signal_handlers()
+    if early:
+        sup.request_stop()
+    try:
+        done = sup.run()
+    finally:
+        sup.close()
+    sys.stderr.write(
+        f"supervisor: run {spec.run} of {spec.worker} ended: reason={done.reason} "
+        f"exit={done.exit_code} is_error={done.is_error} status={done.api_error_status}\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1041 @@
+"""Headless workers: ``claude -p`` and ``codex exec`` in their own worktrees, each run watched by
+a small supervisor process (:mod:`fleet._supervisor`) that journals its start and its result.
+
+Where things live:
+
+- The worktree: ``<repo>/../<repo name>.fleet/<worker>`` on branch ``fleet/<worker>`` (beside the
+  repository, on the same file system, where a person finds it), or ``$FLEET_WORKTREES/<repo
+  name>/<worker>`` when that is set, or ``worktree_root/<worker>`` when a caller passes one.
+- Per worker, under ``$FLEET_HOME/workers/<worker>/``: ``config/`` (the isolated Claude config
+  dir or Codex home of an endpoint worker, 0700), ``headless/launch.json`` (how it was
+  launched: tool, profile or endpoint, the key *source*, never the key), ``headless/run-<n>.json``
+  (one supervised run: the start, then each follow-up), ``headless/run-<n>-<attempt>.out|.err``
+  (the agent's output), ``headless/supervisor-<n>.log`` and ``headless/supervisor.json`` (pid
+  and start time of the current supervisor).
+
+Which config dir a worker uses:
+
+- ``profile``: ``clausona run <profile> -- ...``, so the profile's own config dir and login.
+  Install fleet's hooks there once with ``fleet hooks install``.
+- ``endpoint``: a fresh config dir of its own, seeded with fleet's hooks, the effort level and
+  the onboarding answers, so a subscription login of the host (``~/.claude.json``'s
+  ``oauthAccount``, ``forceLoginMethod``) can never be sent to the endpoint. The key comes from
+  ``key_from`` (``env:NAME``, ``command:CMD``, ``keyring:SERVICE/USER``) and reaches the agent
+  through its environment only.
+- neither: the tool's default config, as the user's own shell would run it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import attrs
+import cattrs
+import orjson
+
+from fleet import _journal
+from fleet._clock import Clock, SystemClock
+from fleet._core.events import Exited, HandedOver, Started
+from fleet._core.fold import WorkerState
+from fleet._core.ids import validate_worker_id
+from fleet._errors import FleetError, Refused, SettingsError, ToolError
+from fleet._git import Git
+from fleet._home import DIR_MODE, FILE_MODE, resolve_home, worker_dir
+from fleet._keys import parse_key_source, resolve_key
+from fleet._proc import is_alive, process_start_time
+from fleet._runner import Runner, SubprocessRunner
+from fleet._supervisor import SRC, RunSpec, dump_spec
+from fleet.adapters._base import LaunchSpec, Workspace
+
+NAME: Final = "headless"
+WORKTREES_ENV: Final = "FLEET_WORKTREES"
+TOOLS: Final = ("claude", "codex")
+DEFAULT_PERMISSION_MODE: Final = "bypassPermissions"
+#: The variable a Codex endpoint worker's provider reads its key from.
+CODEX_KEY_VAR: Final = "FLEET_ENDPOINT_API_KEY"
+
+#: Never inherited by a worker: a parent agent session's identity, which would make the child
+#: think it is nested in (or report to) the coordinator's own session.
+_SESSION_VARS: Final = (
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_PROJECT_DIR",
+    "CODEX_THREAD_ID",
+    "CODEX_SESSION_ID",
+)
+#: Credentials and routing an endpoint worker must not inherit (clausona's list for API
+#: profiles): only the worker's own key may reach its endpoint.
+_CLAUDE_CREDENTIAL_VARS: Final = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN_FILE",
+    "ANTHROPIC_FEDERATION_RULE_ID",
+    "ANTHROPIC_ORGANIZATION_ID",
+    "ANTHROPIC_UNIX_SOCKET",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_REFRESH_TOKEN",
+    "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR",
+    "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
+    "CLAUDE_CODE_WEBSOCKET_AUTH_FILE_DESCRIPTOR",
+    "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
+    "CLAUDE_CODE_HOST_AUTH_ENV_VAR",
+    "CLAUDE_CODE_HOST_CREDS_FILE",
+    "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
+    "CLAUDE_SESSION_INGRESS_TOKEN_FILE",
+    "CLAUDE_BG_AUTH_SNAPSHOT_PATH",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_GATEWAY",
+    "CLAUDE_CODE_USE_MANTLE",
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "CLAUDE_CODE_USE_ANTHROPIC_AWS",
+    "CLAUDE_CODE_USE_ANTHROPIC_GOOGLE_CLOUD",
+    "CLAUDE_CODE_PROVIDER_MANAGED_BY_HOST",
+    "CLAUDE_CODE_CUSTOM_OAUTH_URL",
+)
+_CODEX_CREDENTIAL_VARS: Final = (
+    "CODEX_HOME",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CODEX_API_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+)
+#: An API worker talks to its endpoint and nowhere else.
+_QUIET_CLAUDE: Final = {
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+}
+_CODEX_SANDBOX: Final = {
+    "bypassPermissions": "danger-full-access",
+    "danger-full-access": "danger-full-access",
+    "workspace-write": "workspace-write",
+    "read-only": "read-only",
+    "plan": "read-only",
+}
+
+
+@attrs.frozen(kw_only=True)
+class HeadlessOptions:
+    """How headless workers run, beyond the :class:`LaunchSpec`.
+
+    ``endpoint``/``key_from``: an API endpoint and where its key comes from (an isolated
+    config dir per worker). ``key_var``: the variable that carries the key (Claude:
+    ``ANTHROPIC_AUTH_TOKEN``, or ``ANTHROPIC_API_KEY`` for anthropic.com). ``timeout``:
+    wall-clock seconds for a whole run. ``max_attempts``, ``backoff_base``, ``backoff_max``:
+    retries of overload and transient errors; after ``fallback_after`` failed attempts the
+    small model (if any) takes over. ``agent_retries``: the agent's own retries
+    (``CLAUDE_CODE_MAX_RETRIES``); 0 leaves every retry to fleet, bounded and journaled.
+    ``env``: more variables for the agent (no secrets: they are written to the run file)."""
+
+    endpoint: str | None = None
+    key_from: str | None = None
+    key_var: str | None = None
+    timeout: float | None = None
+    max_attempts: int = 4
+    fallback_after: int = 1
+    backoff_base: float = 2.0
+    backoff_max: float = 60.0
+    agent_retries: int | None = 0
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    claude: str = "claude"
+    codex: str = "codex"
+    clausona: str | None = None
+    worktree_root: Path | None = None
+    grace: float = 5.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.endpoint is not None:
+            parts = urlsplit(self.endpoint)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise SettingsError(f"endpoint {self.endpoint!r} is not an http(s) URL")
+            if self.key_from is None:
+                raise SettingsError("an endpoint needs --key-from env:NAME|command:CMD|keyring:S/U")
+        if self.key_from is not None:
+            parse_key_source(self.key_from)
+        if self.max_attempts < 1:
+            raise SettingsError("max_attempts must be at least 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise SettingsError("timeout must be positive")
+
+
+@attrs.frozen(kw_only=True)
+class LaunchRecord:
+    """What a worker was launched with, kept for follow-ups and hand-overs. No secret in it."""
+
+    worker: str
+    tool: str
+    worktree: str
+    branch: str
+    base: str | None = None
+    brief: str | None = None
+    profile: str | None = None
+    model: str | None = None
+    small_model: str | None = None
+    permission_mode: str | None = None
+    effort: str | None = None
+    endpoint: str | None = None
+    key_from: str | None = None
+    key_var: str | None = None
+    config_dir: str | None = None
+    timeout: float | None = None
+    max_attempts: int = 4
+    fallback_after: int = 1
+    backoff_base: float = 2.0
+    backoff_max: float = 60.0
+    agent_retries: int | None = 0
+    env: dict[str, str] = attrs.field(factory=dict)
+    claude: str = "claude"
+    codex: str = "codex"
+    clausona: str | None = None
+    grace: float = 5.0
+
+
+_converter = cattrs.Converter()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+@attrs.frozen(kw_only=True)
+class Pending:
+    """A supervisor that is running but waits for its release (the key, or nothing) on stdin.
+    Until :meth:`release`, the agent has not started; :meth:`abandon` ends it unstarted."""
+
+    pid: int
+    start_time: int | None
+    run: int
+    proc: subprocess.Popen[bytes] = attrs.field(repr=False)
+    key: str | None = attrs.field(repr=False, default=None)
+
+    def release(self) -> None:
+        assert self.proc.stdin is not None
+        line = orjson.dumps({"key": self.key}) + b"\n"
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.close()
+        except OSError as exc:
+            raise ToolError(f"the supervisor (pid {self.pid}) died before it started") from exc
+
+    def abandon(self) -> None:
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+    @property
+    def handle(self) -> dict[str, str]:
+        out = {"supervisor_pid": str(self.pid), "run": str(self.run)}
+        if self.start_time is not None:
+            out["supervisor_start_time"] = str(self.start_time)
+        return out
+
+
+class HeadlessAdapter:
+    """The :class:`~fleet.adapters._base.Adapter` for headless ``claude -p`` / ``codex exec``.
+
+    ``runner`` runs git; ``clock`` stamps events; ``python`` is the interpreter that runs the
+    supervisor (this one by default)."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        *,
+        home: str | os.PathLike[str] | None = None,
+        runner: Runner | None = None,
+        clock: Clock | None = None,
+        options: HeadlessOptions | None = None,
+        python: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.home = resolve_home(home)
+        self.runner: Runner = runner or SubprocessRunner()
+        self.git = Git(self.runner)
+        self.clock: Clock = clock or SystemClock()
+        self.options = options or HeadlessOptions()
+        self.python = python or sys.executable
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+
+    # -- paths ------------------------------------------------------------------------------
+
+    def state_dir(self, worker: str) -> Path:
+        return worker_dir(self.home, worker) / "headless"
+
+    def config_dir(self, worker: str) -> Path:
+        return worker_dir(self.home, worker) / "config"
+
+    def main_repo(self, repo: Path) -> Path:
+        """The repository's main worktree (or its git dir, for a bare repository)."""
+        common = self.git.common_dir(repo)
+        return common.parent if common.name == ".git" else common
+
+    def worktree_path(self, worker: str, repo: Path) -> Path:
+        main = self.main_repo(repo)
+        name = main.name.removesuffix(".git") or "repo"
+        if self.options.worktree_root is not None:
+            return Path(self.options.worktree_root).absolute() / worker
+        env_root = self.environ.get(WORKTREES_ENV)
+        if env_root:
+            return Path(env_root).expanduser().absolute() / name / worker
+        return main.parent / f"{name}.fleet" / worker
+
+    # -- the Adapter protocol ---------------------------------------------------------------
+
+    def create_workspace(self, worker: str, *, repo: Path, base: str, label: str) -> Workspace:
+        """``git worktree add -b fleet/<worker> <path> <base>``; refuses an existing path or
+        branch rather than reuse someone's work."""
+        validate_worker_id(worker)
+        repo = Path(repo).absolute()
+        if not repo.is_dir():
+            raise SettingsError(f"repository {repo} does not exist")
+        sha = self.git.resolve(repo, base)
+        if sha is None:
+            raise SettingsError(f"base {base!r} names no commit in {repo}")
+        path = self.worktree_path(worker, repo)
+        branch = f"fleet/{worker}"
+        if path.exists():
+            raise Refused(f"worktree path {path} already exists; retire or remove it first")
+        if self.git.resolve(repo, f"refs/heads/{branch}") is not None:
+            raise Refused(f"branch {branch} already exists in {repo}; pick another worker id")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.git.run(repo, "worktree", "add", "-q", "-b", branch, str(path), sha)
+        return Workspace(
+            worktree=Path(os.path.realpath(path)),
+            branch=branch,
+            base=sha,
+            handle={"worker": worker, "label": label},
+        )
+
+    def trust(self, workspace: Workspace, spec: LaunchSpec) -> None:
+        """Headless runs never show the folder-trust prompt (``-p`` and ``exec`` skip it); an
+        isolated config dir still records the trust, so a person can open it interactively."""
+        record = self._maybe_record(spec.worker)
+        if record is None or record.config_dir is None:
+            return
+        if record.tool == "claude":
+            _trust_claude(Path(record.config_dir), workspace.worktree)
+        else:
+            _trust_codex(Path(record.config_dir), workspace.worktree)
+
+    def start(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
+        pending = self.launch(workspace, spec)
+        pending.release()
+        return pending.handle
+
+    def read(self, workspace: Workspace, *, lines: int = 200) -> str:
+        """The latest attempt's output: stdout, then stderr, each cut to its last lines."""
+        worker = _worker_of(workspace)
+        files = sorted(
+            self.state_dir(worker).glob("run-*-*.out"), key=lambda p: p.stat().st_mtime
+        )
+        if not files:
+            return ""
+        out = _tail(files[-1], lines)
+        err = _tail(files[-1].with_suffix(".err"), lines)
+        return out + (f"\n--- stderr ---\n{err}" if err.strip() else "")
+
+    def send(self, workspace: Workspace, text_file: Path) -> None:
+        """A follow-up: resume the worker's session with the text of ``text_file`` as the
+        prompt (``claude -p --resume <session>``, ``codex exec resume <session>``)."""
+        worker = _worker_of(workspace)
+        text = Path(text_file).read_text(encoding="utf-8")
+        if not text.strip():
+            raise SettingsError(f"follow-up file {text_file} is empty")
+        record = self.record(worker)
+        self._refuse_running(worker)
+        state = _state(self.home, worker, self.clock)
+        session = state.session_id or (state.exit.session_id if state.exit else None)
+        if session is None:
+            raise Refused(f"worker {worker} has no session to resume (it never started one)")
+        from fleet._fleet import Fleet
+
+        with Fleet(self.home, clock=self.clock, src=SRC) as fleet:
+            fleet.note_follow_up(worker, text=text, file=str(text_file))
+        pending = self._spawn(record, prompt=text, resume=session)
+        pending.release()
+
+    def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
+        """Start the task again on another profile or model, in the same worktree."""
+        worker = _worker_of(workspace)
+        self._refuse_running(worker)
+        old = self.record(worker)
+        record = self._new_record(workspace, spec, previous=old)
+        pending = self._spawn(record, prompt=_prompt(Path(record.brief or spec.brief)))
+        _journal.append(
+            self.home,
+            worker,
+            HandedOver(
+                ts=self.clock.now(),
+                src=SRC,
+                profile=spec.profile,
+                model=spec.model,
+                handle=pending.handle,
+                reason="hand_over",
+            ),
+        )
+        pending.release()
+        return pending.handle
+
+    def close(self, workspace: Workspace) -> None:
+        self.stop(_worker_of(workspace))
+
+    def delete(self, workspace: Workspace) -> None:
+        """``git worktree remove`` (never ``--force``) from the main worktree; the branch and
+        the journal stay."""
+        worker = workspace.handle.get("worker")
+        if worker:
+            self._refuse_running(worker)
+        main = self.main_repo(workspace.worktree)
+        self.git.worktree_remove(main, workspace.worktree)
+        if workspace.worktree.exists():
+            raise ToolError(f"git worktree remove left {workspace.worktree} in place")
+
+    def describe(self, workspace: Workspace) -> Mapping[str, object]:
+        worker = _worker_of(workspace)
+        sup = self.supervisor(worker)
+        state = _state(self.home, worker, self.clock)
+        out: dict[str, object] = {
+            "adapter": NAME,
+            "worktree": str(workspace.worktree),
+            "branch": workspace.branch,
+            "supervisor_pid": sup.get("pid") if sup else None,
+            "supervisor_alive": self.supervisor_alive(worker),
+            "agent_pid": state.pid,
+            "agent_alive": bool(state.pid and is_alive(state.pid, state.start_time)),
+            "run": sup.get("run") if sup else None,
+        }
+        return out
+
+    # -- launching --------------------------------------------------------------------------
+
+    def launch(self, workspace: Workspace, spec: LaunchSpec) -> Pending:
+        """Prepare the config dir and the run, and start its supervisor, held until
+        :meth:`Pending.release` (so the caller can register the worker first)."""
+        validate_worker_id(spec.worker)
+        record = self._new_record(workspace, spec)
+        self._prepare_config(record, Path(workspace.worktree))
+        return self._spawn(record, prompt=_prompt(spec.brief))
+
+    def _new_record(
+        self, workspace: Workspace, spec: LaunchSpec, previous: LaunchRecord | None = None
+    ) -> LaunchRecord:
+        o = self.options
+        tool = spec.tool
+        if spec.profile and ":" in spec.profile:
+            tool = spec.profile.split(":", 1)[0]
+        if tool not in TOOLS:
+            raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
+        if spec.profile and o.endpoint:
+            raise SettingsError("give a profile or an endpoint, not both")
+        isolated = o.endpoint is not None
+        key_var = o.key_var
+        if isolated and key_var is None:
+            key_var = _default_key_var(tool, o.endpoint or "")
+        brief = Path(spec.brief).absolute()
+        record = LaunchRecord(
+            worker=spec.worker,
+            tool=tool,
+            worktree=str(workspace.worktree),
+            branch=workspace.branch,
+            base=workspace.base,
+            brief=str(brief),
+            profile=spec.profile,
+            model=spec.model,
+            small_model=spec.small_model,
+            permission_mode=spec.permission_mode or DEFAULT_PERMISSION_MODE,
+            effort=spec.effort,
+            endpoint=o.endpoint,
+            key_from=o.key_from,
+            key_var=key_var,
+            config_dir=str(self.config_dir(spec.worker)) if isolated else None,
+            timeout=o.timeout,
+            max_attempts=o.max_attempts,
+            fallback_after=o.fallback_after,
+            backoff_base=o.backoff_base,
+            backoff_max=o.backoff_max,
+            agent_retries=o.agent_retries,
+            env=dict(o.env),
+            claude=o.claude,
+            codex=o.codex,
+            clausona=o.clausona,
+            grace=o.grace,
+        )
+        _write_private(
+            self.state_dir(spec.worker) / "launch.json",
+            orjson.dumps(_converter.unstructure(record), option=orjson.OPT_INDENT_2),
+        )
+        return record
+
+    def record(self, worker: str) -> LaunchRecord:
+        found = self._maybe_record(worker)
+        if found is None:
+            raise Refused(f"worker {worker} was not started by the headless adapter")
+        return found
+
+    def _maybe_record(self, worker: str) -> LaunchRecord | None:
+        path = self.state_dir(worker) / "launch.json"
+        try:
+            data = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise SettingsError(f"cannot read {path}: {exc}") from exc
+        try:
+            return _converter.structure(data, LaunchRecord)
+        except Exception as exc:
+            raise SettingsError(f"{path} is not a launch record: {exc}") from exc
+
+    def _prepare_config(self, record: LaunchRecord, worktree: Path) -> None:
+        """Seed an endpoint worker's fresh config dir: fleet's hooks, effort, onboarding."""
+        if record.config_dir is None:
+            return
+        config = Path(record.config_dir)
+        if config.exists():
+            # A leftover dir may hold another login or session: never reuse one silently.
+            raise Refused(f"config dir {config} already exists; remove it or pick another id")
+        config.mkdir(mode=DIR_MODE, parents=True)
+        from fleet import _hooks
+
+        if record.tool == "claude":
+            settings: dict[str, Any] = {}
+            if record.effort:
+                settings["effortLevel"] = record.effort
+            if record.permission_mode == "bypassPermissions":
+                settings["skipDangerousModePermissionPrompt"] = True
+            _write_private(config / "settings.json", orjson.dumps(settings))
+            _write_private(
+                config / ".claude.json",
+                orjson.dumps(
+                    {
+                        "hasCompletedOnboarding": True,
+                        "projects": {str(worktree): {"hasTrustDialogAccepted": True}},
+                    }
+                ),
+            )
+            _hooks.install(_hooks.claude_target(config), home=self.home)
+        else:
+            _write_private(config / "config.toml", _codex_config(record, worktree).encode())
+            _hooks.install(_hooks.codex_target(config), home=self.home)
+
+    def _spawn(self, record: LaunchRecord, *, prompt: str, resume: str | None = None) -> Pending:
+        key = None
+        if record.key_from is not None:
+            key = resolve_key(record.key_from, environ=self.environ, runner=self.runner)
+        state = self.state_dir(record.worker)
+        state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        run = 1 + sum(1 for _ in state.glob("run-*.json"))
+        spec = build_run(record, home=self.home, run=run, prompt=prompt, resume=resume,
+                         output_dir=state, environ=self.environ)
+        spec_path = state / f"run-{run}.json"
+        _write_private(spec_path, dump_spec(spec))
+        log = os.open(
+            state / f"supervisor-{run}.log",
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+            FILE_MODE,
+        )
+        env = {k: v for k, v in self.environ.items() if k not in _key_source_vars(record)}
+        env["FLEET_HOME"] = str(self.home)
+        try:
+            proc = subprocess.Popen(
+                [self.python, "-m", "fleet._supervisor", "--spec", str(spec_path)],
+                cwd=record.worktree,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"cannot start the supervisor: {exc.strerror or exc}") from exc
+        finally:
+            os.close(log)
+        pending = Pending(
+            pid=proc.pid,
+            start_time=process_start_time(proc.pid),
+            run=run,
+            proc=proc,
+            key=key,
+        )
+        _write_private(
+            state / "supervisor.json",
+            orjson.dumps({"pid": pending.pid, "start_time": pending.start_time, "run": run}),
+        )
+        return pending
+
+    # -- stopping ---------------------------------------------------------------------------
+
+    def supervisor(self, worker: str) -> dict[str, Any] | None:
+        try:
+            data = orjson.loads((self.state_dir(worker) / "supervisor.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def supervisor_alive(self, worker: str) -> bool:
+        sup = self.supervisor(worker)
+        if not sup or not isinstance(sup.get("pid"), int):
+            return False
+        start = sup.get("start_time")
+        return is_alive(sup["pid"], start if isinstance(start, int) else None)
+
+    def _refuse_running(self, worker: str) -> None:
+        if self.supervisor_alive(worker):
+            raise Refused(f"worker {worker} is still running; wait for it or `fleet stop {worker}`")
+
+    def stop(self, worker: str, *, timeout: float = 30.0) -> bool:
+        """End a worker's run: SIGTERM to its supervisor, which terminates the agent's process
+        group and journals ``exited(reason=stopped)``. If the supervisor is gone but the agent
+        is not, fleet ends the agent and journals it. Returns False when nothing was running."""
+        validate_worker_id(worker)
+        sup = self.supervisor(worker)
+        if sup and self.supervisor_alive(worker):
+            pid = int(sup["pid"])
+            start = sup.get("start_time")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            end = time.monotonic() + timeout
+            while is_alive(pid, start if isinstance(start, int) else None):
+                if time.monotonic() >= end:
+                    raise ToolError(f"the supervisor of {worker} (pid {pid}) did not stop")
+                time.sleep(0.05)
+            return True
+        state = _state(self.home, worker, self.clock)
+        if state.pid and state.live and is_alive(state.pid, state.start_time):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(state.pid, signal.SIGTERM)
+            end = time.monotonic() + 5.0
+            while is_alive(state.pid, state.start_time) and time.monotonic() < end:
+                time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(state.pid, signal.SIGKILL)
+            _journal.append(
+                self.home, worker, Exited(ts=self.clock.now(), src=SRC, is_error=True,
+                                          reason="stopped")
+            )
+            return True
+        return False
+
+
+# -- building a run -------------------------------------------------------------------------
+
+
+def build_run(
+    record: LaunchRecord,
+    *,
+    home: Path,
+    run: int,
+    prompt: str,
+    output_dir: Path,
+    resume: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunSpec:
+    """The :class:`RunSpec` of one run: argv (without the prompt), the environment changes,
+    and the retry policy."""
+    env_set: dict[str, str] = {"FLEET_WORKER": record.worker, "FLEET_HOME": str(home)}
+    env_unset: list[str] = [*_SESSION_VARS, *_key_source_vars(record)]
+    key_vars: tuple[str, ...] = ()
+    isolated = record.config_dir is not None
+    if record.tool == "claude":
+        if record.agent_retries is not None:
+            env_set["CLAUDE_CODE_MAX_RETRIES"] = str(record.agent_retries)
+        if isolated:
+            env_unset += _CLAUDE_CREDENTIAL_VARS
+            env_set.update(_QUIET_CLAUDE)
+            env_set["CLAUDE_CONFIG_DIR"] = str(record.config_dir)
+            env_set["ANTHROPIC_BASE_URL"] = str(record.endpoint).rstrip("/")
+            if record.model:
+                for tier in ("OPUS", "SONNET"):
+                    env_set[f"ANTHROPIC_DEFAULT_{tier}_MODEL"] = record.model
+                small = record.small_model or record.model
+                env_set["ANTHROPIC_DEFAULT_HAIKU_MODEL"] = small
+                env_set["ANTHROPIC_SMALL_FAST_MODEL"] = small
+            key_vars = (record.key_var or "ANTHROPIC_AUTH_TOKEN",)
+        argv = _claude_argv(record, record.model, resume)
+        fallback = (
+            _claude_argv(record, record.small_model, resume)
+            if record.small_model and record.small_model != record.model
+            else None
+        )
+    else:
+        if isolated:
+            env_unset += _CODEX_CREDENTIAL_VARS
+            env_set["CODEX_HOME"] = str(record.config_dir)
+            key_vars = (record.key_var or CODEX_KEY_VAR,)
+        argv = _codex_argv(record, record.model, resume)
+        fallback = (
+            _codex_argv(record, record.small_model, resume)
+            if record.small_model and record.small_model != record.model
+            else None
+        )
+    env_set.update(record.env)
+    return RunSpec(
+        worker=record.worker,
+        home=str(home),
+        tool=record.tool,
+        run=run,
+        cwd=record.worktree,
+        argv=tuple(argv),
+        prompt=prompt,
+        fallback_argv=tuple(fallback) if fallback else None,
+        env_set=env_set,
+        env_unset=tuple(dict.fromkeys(v for v in env_unset if v not in env_set)),
+        key_vars=key_vars,
+        output_dir=str(output_dir),
+        max_attempts=record.max_attempts,
+        fallback_after=record.fallback_after,
+        backoff_base=record.backoff_base,
+        backoff_max=record.backoff_max,
+        timeout=record.timeout,
+        grace=record.grace,
+    )
+
+
+def _profile_prefix(record: LaunchRecord) -> list[str]:
+    from fleet._profiles import clausona_binary
+
+    assert record.profile is not None
+    return [record.clausona or clausona_binary(), "run", record.profile, "--"]
+
+
+def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
+    args = ["-p", "--output-format", "json"]
+    if record.permission_mode:
+        args += ["--permission-mode", record.permission_mode]
+    if model:
+        args += ["--model", model]
+    if record.effort:
+        args += ["--effort", record.effort]
+    if resume:
+        args += ["--resume", resume]
+    if record.profile:
+        return [*_profile_prefix(record), *args]
+    return [record.claude, *args]
+
+
+def _codex_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
+    sandbox = _CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")
+    args = [
+        "exec",
+        "--json",
+        "--disable",
+        "unbounded_connection_retries",
+        "-s",
+        sandbox,
+        "-c",
+        'approval_policy="never"',
+    ]
+    if model:
+        args += ["-m", model]
+    if record.effort:
+        args += ["-c", f'model_reasoning_effort="{record.effort}"']
+    if resume:
+        args += ["resume", resume]
+    if record.profile:
+        return [*_profile_prefix(record), *args]
+    return [record.codex, *args]
+
+
+def _codex_config(record: LaunchRecord, worktree: Path) -> str:
+    """An endpoint worker's ``config.toml``: a provider for the endpoint whose key is read from
+    an environment variable (``env_key``); no retries inside Codex (fleet retries)."""
+    lines = []
+    if record.model:
+        lines.append(f"model = {_toml_str(record.model)}")
+    lines += [
+        'model_provider = "fleet"',
+        'approval_policy = "never"',
+        f'sandbox_mode = "{_CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")}"',
+        "check_for_update_on_startup = false",
+    ]
+    if record.effort:
+        lines.append(f"model_reasoning_effort = {_toml_str(record.effort)}")
+    base = str(record.endpoint).rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    lines += [
+        "",
+        "[model_providers.fleet]",
+        'name = "fleet endpoint"',
+        f"base_url = {_toml_str(base)}",
+        f"env_key = {_toml_str(record.key_var or CODEX_KEY_VAR)}",
+        'wire_api = "responses"',
+        "request_max_retries = 0",
+        "stream_max_retries = 0",
+        "",
+        f"[projects.{_toml_str(str(worktree))}]",
+        'trust_level = "trusted"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _toml_str(value: str) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _default_key_var(tool: str, endpoint: str) -> str:
+    if tool == "codex":
+        return CODEX_KEY_VAR
+    host = (urlsplit(endpoint).hostname or "").lower()
+    # anthropic.com wants x-api-key; Anthropic-compatible gateways take a bearer token.
+    if host == "anthropic.com" or host.endswith(".anthropic.com"):
+        return "ANTHROPIC_API_KEY"
+    return "ANTHROPIC_AUTH_TOKEN"
+
+
+def _key_source_vars(record: LaunchRecord) -> tuple[str, ...]:
+    """The variable an ``env:NAME`` key source reads: no process but the agent gets the key,
+    and the agent gets it under its own name only."""
+    if record.key_from is None:
+        return ()
+    src = parse_key_source(record.key_from)
+    return (src.ref,) if src.kind == "env" else ()
+
+
+def _prompt(brief: Path) -> str:
+    try:
+        text = Path(brief).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read brief {brief}: {exc}") from exc
+    if not text.strip():
+        raise SettingsError(f"brief {brief} is empty")
+    # A prompt starting with '-' would be read as an option.
+    return "\n" + text if text.lstrip().startswith("-") else text
+
+
+def _trust_claude(config: Path, worktree: Path) -> None:
+    path = config / ".claude.json"
+    try:
+        data = orjson.loads(path.read_bytes()) if path.exists() else {}
+    except orjson.JSONDecodeError as exc:
+        raise SettingsError(f"{path} is not JSON ({exc}); left it untouched") from exc
+    if not isinstance(data, dict) or not isinstance(data.setdefault("projects", {}), dict):
+        raise SettingsError(f"{path} is not a Claude state file; left it untouched")
+    data["projects"].setdefault(str(worktree), {})["hasTrustDialogAccepted"] = True
+    _write_private(path, orjson.dumps(data))
+
+
+def _trust_codex(config: Path, worktree: Path) -> None:
+    path = config / "config.toml"
+    text = path.read_text() if path.exists() else ""
+    header = f"[projects.{_toml_str(str(worktree))}]"
+    if header not in text:
+        _write_private(path, (text + f"\n{header}\ntrust_level = \"trusted\"\n").encode())
+
+
+def _worker_of(workspace: Workspace) -> str:
+    worker = workspace.handle.get("worker")
+    if not worker:
+        raise SettingsError(f"workspace {workspace.worktree} names no worker in its handle")
+    return validate_worker_id(worker)
+
+
+def _state(home: Path, worker: str, clock: Clock) -> WorkerState:
+    from fleet._fleet import Fleet
+
+    with Fleet(home, clock=clock) as fleet:
+        return fleet.state(worker)
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 256 * 1024))
+            data = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+# -- the coordinator's verbs ----------------------------------------------------------------
+
+
+def start_worker(
+    worker: str,
+    *,
+    task: str | os.PathLike[str],
+    repo: str | os.PathLike[str],
+    profile: str | None = None,
+    endpoint: str | None = None,
+    key_from: str | None = None,
+    key_var: str | None = None,
+    model: str | None = None,
+    small_model: str | None = None,
+    tool: str = "claude",
+    permission_mode: str | None = None,
+    effort: str | None = None,
+    base: str | None = None,
+    timeout: float | None = None,
+    max_attempts: int = 4,
+    backoff_base: float = 2.0,
+    env: Mapping[str, str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+    runner: Runner | None = None,
+    clock: Clock | None = None,
+    options: HeadlessOptions | None = None,
+) -> WorkerState:
+    """Start a headless worker: create its worktree and branch ``fleet/<worker>`` from
+    ``base`` (default: the repository's HEAD), register it, and launch the agent on the brief
+    ``task`` under a detached supervisor. Returns the worker's state right after the start.
+
+    Give a clausona ``profile``, or an ``endpoint`` with ``key_from`` (``env:NAME``,
+    ``command:CMD``, ``keyring:SERVICE/USER``) for an isolated config dir; neither runs the
+    tool's default config."""
+    validate_worker_id(worker)
+    brief = Path(task).absolute()
+    _prompt(brief)  # refuse a missing or empty brief before anything is created
+    opts = options or HeadlessOptions(
+        endpoint=endpoint,
+        key_from=key_from,
+        key_var=key_var,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        backoff_base=backoff_base,
+        env=dict(env or {}),
+    )
+    if opts.key_from is not None:
+        resolve_key(opts.key_from, runner=runner)  # fail before creating anything
+    adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
+    if _journal.exists(adapter.home, worker):
+        raise Refused(f"worker {worker} already exists; pick another id")
+    repo_path = Path(repo).absolute()
+    ref = base or "HEAD"
+    spec = LaunchSpec(
+        worker=worker,
+        tool=tool,
+        brief=brief,
+        profile=profile,
+        model=model,
+        small_model=small_model,
+        permission_mode=permission_mode,
+        effort=effort,
+    )
+    workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
+    pending: Pending | None = None
+    try:
+        pending = adapter.launch(workspace, spec)
+        from fleet._fleet import Fleet
+
+        with Fleet(adapter.home, clock=adapter.clock, src=SRC) as fleet:
+            fleet.register(
+                worker,
+                worktree=workspace.worktree,
+                tool=adapter.record(worker).tool,
+                profile=profile,
+                model=model,
+                adapter=NAME,
+                handle={**workspace.handle, **pending.handle},
+                branch=workspace.branch,
+                base=workspace.base,
+                task=_task_title(brief),
+            )
+        pending.release()
+    except BaseException:
+        if pending is not None:
+            pending.abandon()
+        _undo_workspace(adapter, workspace, worker)
+        raise
+    return _state(adapter.home, worker, adapter.clock)
+
+
+def _undo_workspace(adapter: HeadlessAdapter, workspace: Workspace, worker: str) -> None:
+    """Take back a start that failed before the agent ran: nothing of the worker's was made
+    in the worktree yet, so removing it (never forced) loses nothing."""
+    with contextlib.suppress(FleetError, OSError):
+        adapter.git.worktree_remove(adapter.main_repo(workspace.worktree), workspace.worktree)
+        adapter.git.run(adapter.main_repo(workspace.worktree), "branch", "-d", workspace.branch)
+    if not _journal.exists(adapter.home, worker):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(worker_dir(adapter.home, worker))
+
+
+def _task_title(brief: Path) -> str:
+    for line in brief.read_text(encoding="utf-8").splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:120]
+    return brief.name
+
+
+def stop_worker(
+    worker: str,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    clock: Clock | None = None,
+    timeout: float = 30.0,
+) -> WorkerState:
+    """Stop a headless worker cleanly; its state then reads ``gone`` with reason ``stopped``.
+    A worker that is not running is refused."""
+    adapter = HeadlessAdapter(home=home, clock=clock)
+    _journal.require(adapter.home, validate_worker_id(worker))
+    if not adapter.stop(worker, timeout=timeout):
+        state = _state(adapter.home, worker, adapter.clock)
+        raise Refused(f"worker {worker} is not running (state {state.state}({state.reason}))")
+    return _state(adapter.home, worker, adapter.clock)
+
+
+def wait_started(
+    worker: str,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    timeout: float = 30.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Wait until a freshly started worker's agent has journaled its first event after
+    ``started`` (SessionStart or any hook), or its run ended. False on timeout."""
+    path = resolve_home(home)
+    reader = _journal.JournalReader(_journal.require(path, worker))
+    started = False
+    end = time.monotonic() + timeout
+    while True:
+        for _, event in reader.read():
+            if isinstance(event, Started):
+                started = True
+            elif started or isinstance(event, Exited):
+                return True
+        if time.monotonic() >= end:
+            return False
+        sleep(0.1)
+
+
+__all__: Sequence[str] = (
+    "HeadlessAdapter",
+    "HeadlessOptions",
+    "LaunchRecord",
+    "Pending",
+    "build_run",
+    "start_worker",
+    "stop_worker",
+    "wait_started",
+)
