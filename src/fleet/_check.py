@@ -157,8 +157,12 @@ def _remote_problems(
     if remote_head == head:
         return []
     if not git.has_commit(path, remote_head):
-        return [f"{upstream.short} on the remote is at {remote_head[:12]}, which is not "
-                "fetched here: git fetch, then check again"]
+        # The remote branch moved on (someone pushed on top, or rewrote it): fetch it to see
+        # whether HEAD is still in its history.
+        git.fetch(path, upstream.remote, upstream.remote_ref)
+        if not git.has_commit(path, remote_head):
+            return [f"{upstream.short} on the remote is at {remote_head[:12]}, which fetching "
+                    "did not bring here"]
     if git.is_ancestor(path, head, remote_head):
         return []
     missing = git.count(path, f"{remote_head}..{head}")

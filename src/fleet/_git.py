@@ -228,6 +228,10 @@ class Git:
                 return sha
         return None
 
+    def fetch(self, path: str | os.PathLike[str], remote: str, ref: str) -> None:
+        """Fetch one ref's commits (no tags); the tracking ref may move, nothing else does."""
+        self.run(path, "fetch", "--quiet", "--no-tags", "--end-of-options", remote, ref)
+
     # -- worktrees -------------------------------------------------------------------------
 
     def worktrees(self, path: str | os.PathLike[str]) -> list[WorktreeEntry]:

@@ -90,26 +90,12 @@ def parse_mode(value: object, where: str = "retire mode") -> Mode:
     raise SettingsError(f"{where} must be 'ask' or 'auto', not {value!r}")
 
 
-def mode_from_settings() -> Mode:
-    """The ``retire`` setting (``~/.clausona/fleet.json``), or ``ask``."""
-    try:
-        from fleet import _settings  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return DEFAULT_MODE
-    settings_module: Any = _settings
-    for name in ("load_settings", "load", "read_settings", "read"):
-        loader = getattr(settings_module, name, None)
-        if callable(loader):
-            settings = loader()
-            break
-    else:
-        return DEFAULT_MODE
-    value = (
-        settings.get("retire")
-        if isinstance(settings, Mapping)
-        else getattr(settings, "retire", None)
-    )
-    return DEFAULT_MODE if value is None else parse_mode(value, "the retire setting")
+def mode_from_settings(path: str | os.PathLike[str] | None = None) -> Mode:
+    """The ``retire`` setting (``~/.clausona/fleet.json``, or ``$FLEET_SETTINGS``), else ``ask``.
+    A malformed settings file is an error, not a silent default."""
+    from fleet._settings import load_settings
+
+    return parse_mode(load_settings(path).retire, "the retire setting")
 
 
 def _ref_time(now: float) -> str:
