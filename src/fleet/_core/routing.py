@@ -405,15 +405,17 @@ def assess(
     model: str | None = None,
     pool: Sequence[str] | None = None,
     stale_after: float = DEFAULT_STALE_AFTER,
+    pool_label: str = "not among the profiles named",
 ) -> Assessment:
-    """May ``profile`` take a worker now? ``pool`` overrides ``settings.workers``."""
+    """May ``profile`` take a worker now? ``pool`` overrides ``settings.workers``;
+    ``pool_label`` is the reason given for a profile outside it."""
     reasons: list[str] = []
     notes: list[str] = []
     if coordinator is not None and profile.name == coordinator.name:
         reasons.append("the coordinator's own profile")
     names = pool if pool is not None else settings.workers
     if names is not None and not _in_pool(profile, names):
-        reasons.append("not in workers" if pool is None else "not among the profiles named")
+        reasons.append(pool_label if pool is not None else "not in workers")
     reasons.extend(quota_problems(profile, settings.max_usage, model))
     q = profile.quota
     if q is not None and not profile.is_api:
@@ -570,6 +572,7 @@ def plan(
     ctx = _Context(
         profiles=profiles, settings=settings, coordinator=coordinator, coord_tool=coord_tool,
         now=now, pool=pool, named_pool=named_pool, stale_after=stale_after,
+        pool_label="not among the profiles named" if choices.use else "not in workers",
     )
     counts: dict[str, int] = {p.name: 0 for p in profiles}
     rows: dict[str, PlanRow] = {}
@@ -581,7 +584,7 @@ def plan(
 
     # Named tasks first, so automatic choices spread around them; checkers after the tasks
     # they check, since the checked worker's profile must be known.
-    order = _order(tasks, set(choices.assign))
+    order, cyclic = _order(tasks, set(choices.assign))
     for task in order:
         if task.name in rows:
             continue
@@ -590,7 +593,7 @@ def plan(
         if task.checker_of is not None and task.checker_of not in by_name:
             finish(_unrouted(task, f"checks {task.checker_of!r}, which is not a task"))
             continue
-        if task.checker_of is not None and checked is None:
+        if task.name in cyclic:
             finish(_unrouted(task, f"checks {task.checker_of!r} in a cycle of checkers"))
             continue
         if explicit:
@@ -625,7 +628,7 @@ def plan(
     )
 
 
-def _order(tasks: Sequence[Task], assigned: set[str]) -> list[Task]:
+def _order(tasks: Sequence[Task], assigned: set[str]) -> tuple[list[Task], set[str]]:
     """Named non-checkers, then other non-checkers, then checkers in dependency order; a
     checker in a cycle (or of an unknown task) comes last and is reported unrouted."""
     plain = [t for t in tasks if not t.is_checker]
@@ -643,7 +646,7 @@ def _order(tasks: Sequence[Task], assigned: set[str]) -> list[Task]:
                 placed.add(t.name)
                 pending.remove(t)
                 progress = True
-    return order + pending
+    return order + pending, {t.name for t in pending}
 
 
 def _unrouted(task: Task, reason: str) -> PlanRow:
@@ -686,6 +689,7 @@ class _Context:
     pool: tuple[str, ...] | None
     named_pool: bool
     stale_after: float
+    pool_label: str
 
 
 def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> PlanRow:
@@ -707,7 +711,7 @@ def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> Pla
     for problem in quota_problems(p, settings.max_usage, model):
         warnings.append(f"{p.name}: {problem}: the worker may stop at a usage limit")
     if pool is not None and not _in_pool(p, pool):
-        warnings.append(f"{p.name} is not in workers")
+        warnings.append(f"{p.name}: {ctx.pool_label}")
     if checked is not None and checked.profile == p.name:
         warnings.append(f"{p.name} also runs {checked.task}: the check is not independent")
     warnings.extend(_notes(p, settings, now, model, stale_after))
@@ -770,6 +774,7 @@ def _choose(
             model=task.model,
             pool=pool,
             stale_after=stale_after,
+            pool_label=ctx.pool_label,
         )
         reasons = list(a.reasons)
         if checked is not None and checked.profile == p.name:
