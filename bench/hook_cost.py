@@ -29,7 +29,7 @@ from fleet._hooks import hook_argv
 from fleet._journal import index_worktree
 
 TARGETS = {"registered": 1.3, "non-worker": 1.1}
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "hooks" / "payloads"
 
 
 def payload(cwd: str) -> bytes:

@@ -347,7 +347,9 @@ def parse_payload(data: bytes) -> dict[str, Any]:
             if i >= n or text[i] != ",":
                 return out
             i += 1
-    except (StopIteration, ValueError, RecursionError):
+    except Exception:
+        # StopIteration, ValueError or RecursionError; and on a string cut short, the C scanner
+        # of some builds fails to build its JSONDecodeError and raises SystemError instead.
         return out
 
 

@@ -1,0 +1,339 @@
+"""fleet's hook program, run as the agents run it, with their real payloads and worse."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import stat
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+import pytest
+
+from fleet._core import events
+from fleet._core.events import HookEvent, Unreadable
+from fleet._core.fold import find_envelope
+from fleet._hooks import hook_script_path
+from fleet._journal import index_worktree
+from tests.hooks.conftest import Hook, claude_payloads, codex_payloads
+
+CLAUDE = claude_payloads()
+CODEX = codex_payloads()
+
+
+def load_impl() -> ModuleType:
+    path = hook_script_path().parent / "fleet_hook_impl.py"
+    spec = importlib.util.spec_from_file_location("fleet_hook_impl_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def only_event(hook: Hook) -> HookEvent:
+    found = hook.events()
+    assert len(found) == 1, found
+    event = found[0]
+    assert isinstance(event, HookEvent), event
+    return event
+
+
+def test_field_list_is_the_codecs() -> None:
+    assert load_impl().HOOK_FIELDS == events.HOOK_FIELDS
+
+
+def test_worker_id_rule_is_the_cores() -> None:
+    impl = load_impl()
+    from fleet._core.ids import is_worker_id
+
+    samples = ["w1", "a", "A", "-a", ".a", "a" * 64, "a" * 65, "a/b", "é", "a\n", "", "0.x_y-z"]
+    for sample in samples:
+        assert impl.is_worker_id(sample) == is_worker_id(sample), sample
+
+
+@pytest.mark.parametrize("name", sorted(CLAUDE))
+def test_every_real_claude_payload(hook: Hook, name: str) -> None:
+    payload = CLAUDE[name]
+    run = hook.run(payload, project=hook.worktree)
+    assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+    event = only_event(hook)
+    assert event.src == "claude"
+    assert event.hook == payload["hook_event_name"]
+    raw = json.loads(hook.lines()[0])
+    assert set(raw) - {"v", "ts", "src", "type"} <= set(events.HOOK_FIELDS)
+    for key in ("tool_input", "tool_response", "transcript_path", "prompt", "detail"):
+        assert key not in raw
+    for key in ("session_id", "tool_name", "tool_use_id", "error", "source", "agent_id"):
+        if key in payload:
+            assert raw[key] == payload[key]
+    if isinstance(payload.get("background_tasks"), list):
+        assert raw["background_tasks"] == len(payload["background_tasks"])
+    assert hook.error_lines() == []
+
+
+@pytest.mark.parametrize("name", sorted(CODEX))
+def test_every_real_codex_payload_found_by_cwd(hook: Hook, name: str) -> None:
+    sub = hook.worktree / "src"
+    sub.mkdir()
+    payload = {**CODEX[name], "cwd": str(sub)}
+    run = hook.run(payload, tool="codex")
+    assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+    event = only_event(hook)
+    assert (event.src, event.hook) == ("codex", payload["hook_event_name"])
+    assert event.get("session_id") == payload["session_id"]
+    assert "tool_input" not in json.loads(hook.lines()[0])
+
+
+def test_stop_keeps_the_envelope_of_a_long_final_message(hook: Hook) -> None:
+    message = "x" * 9000 + "\n\nFLEET_WORKER_DONE: all tests pass"
+    hook.run({**CLAUDE["Stop"], "last_assistant_message": message}, project=hook.worktree)
+    kept = only_event(hook).text("last_assistant_message")
+    assert kept is not None and len(kept) <= 4096
+    envelope = find_envelope(kept)
+    assert envelope is not None and envelope.kind == "done"
+    assert envelope.text == "all tests pass"
+
+
+def test_strings_are_bounded(hook: Hook) -> None:
+    payload = {
+        **CLAUDE["Notification (permission_prompt)"],
+        "message": "m" * 5000,
+        "session_id": "s" * 5000,
+        "error_details": {"k": "v" * 10000},
+    }
+    hook.run(payload, project=hook.worktree)
+    event = only_event(hook)
+    assert len(event.text("message") or "") == 500
+    assert len(event.text("session_id") or "") == 500
+    assert len(hook.lines()[0]) < 4000
+
+
+def test_nested_error_details_are_kept_when_small(hook: Hook) -> None:
+    details = {"status": 529, "kind": "overloaded", "retry": [1, 2.5, None, True]}
+    hook.run({**CLAUDE["StopFailure (529)"], "error_details": details}, project=hook.worktree)
+    assert only_event(hook).get("error_details") == details
+
+
+def test_detail_summary_is_opt_in_and_redacted(hook: Hook) -> None:
+    command = (
+        "API_TOKEN=hunter2hunter2 curl -H 'Authorization: Bearer sk-live-abcdef0123456789' "
+        "https://user:pa55word@example.com/x --token ghp_0123456789abcdefABCDEF0123"
+    )
+    payload = {**CLAUDE["PreToolUse (Bash)"], "tool_input": {"command": command, "timeout": 5}}
+    hook.run(payload, project=hook.worktree)
+    hook.run(payload, project=hook.worktree, env={"FLEET_HOOK_DETAIL": "summary"})
+    plain, detailed = hook.events()
+    assert isinstance(plain, HookEvent) and isinstance(detailed, HookEvent)
+    assert plain.get("detail") is None
+    detail = detailed.get("detail")
+    assert detail["tool"] == "Bash"
+    assert detail["input_keys"] == ["command", "timeout"]
+    assert detail["command"].startswith("API_TOKEN=[redacted] curl")
+    line = hook.lines()[1].decode()
+    for secret in ("hunter2", "sk-live", "pa55word", "ghp_0123"):
+        assert secret not in line
+
+
+def test_fleet_worker_env_names_the_worker(hook: Hook) -> None:
+    run = hook.run(CLAUDE["Stop"], project=hook.elsewhere, env={"FLEET_WORKER": "other-1"})
+    assert run.returncode == 0
+    assert hook.lines() == []
+    assert len(hook.lines("other-1")) == 1
+    journal = hook.home / "workers" / "other-1" / "journal.jsonl"
+    assert stat.S_IMODE(journal.stat().st_mode) == 0o600
+    assert stat.S_IMODE(journal.parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("bad", ["../escape", "UPPER", "", "a" * 65, "w1\n"])
+def test_invalid_fleet_worker_is_a_failure_not_a_line(hook: Hook, bad: str) -> None:
+    run = hook.run(CLAUDE["Stop"], project=hook.worktree, env={"FLEET_WORKER": bad})
+    assert (run.returncode, run.stdout) == (0, b"")
+    assert hook.lines() == []
+    assert not (hook.home / "escape").exists()
+    errors = hook.error_lines()
+    assert len(errors) == 1 and "not a valid worker id" in errors[0]["error"]
+
+
+class TestNotAWorker:
+    def test_claude_project_elsewhere_writes_nothing(self, hook: Hook) -> None:
+        run = hook.run(CLAUDE["PreToolUse (Bash)"], project=hook.elsewhere)
+        assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+        assert list((hook.home / "workers").glob("*/journal.jsonl")) == []
+        assert not hook.errors.exists()
+
+    def test_is_decided_before_reading_the_payload(self, hook: Hook) -> None:
+        # Garbage on stdin: a worker would record a failure; a non-worker never looks at it.
+        run = hook.run(b"\xff\x00 not json", project=hook.elsewhere)
+        assert run.returncode == 0
+        assert not hook.errors.exists()
+
+    def test_codex_cwd_elsewhere_writes_nothing(self, hook: Hook) -> None:
+        hook.run({**CODEX["Stop"], "cwd": str(hook.elsewhere)}, tool="codex")
+        assert hook.lines() == [] and not hook.errors.exists()
+
+    def test_no_index_at_all(self, hook: Hook) -> None:
+        (hook.home / "worktrees.tsv").unlink()
+        hook.run(CLAUDE["Stop"], project=hook.worktree)
+        assert hook.lines() == [] and not hook.errors.exists()
+
+    def test_a_sibling_with_a_common_prefix_is_not_inside(self, hook: Hook) -> None:
+        sibling = Path(str(hook.worktree) + "-other")
+        sibling.mkdir()
+        hook.run(CLAUDE["Stop"], project=sibling)
+        assert hook.lines() == []
+
+
+def test_longest_containing_worktree_wins(hook: Hook) -> None:
+    inner = hook.worktree / "nested"
+    inner.mkdir()
+    index_worktree(hook.home, "inner", str(inner))
+    hook.run(CLAUDE["Stop"], project=inner / "deeper")
+    hook.run(CLAUDE["Stop"], project=hook.worktree / "other")
+    assert len(hook.lines("inner")) == 1
+    assert len(hook.lines("w1")) == 1
+
+
+def test_last_index_line_for_a_path_wins(hook: Hook) -> None:
+    index_worktree(hook.home, "w2", str(hook.worktree))
+    hook.run(CLAUDE["Stop"], project=hook.worktree)
+    assert hook.lines("w1") == [] and len(hook.lines("w2")) == 1
+
+
+def test_symlinked_project_dir_is_resolved(hook: Hook, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(hook.worktree)
+    hook.run(CLAUDE["Stop"], project=link)
+    assert len(hook.lines()) == 1
+
+
+def test_fleet_home_env_wins_over_the_baked_home(hook: Hook, tmp_path: Path) -> None:
+    other_home = tmp_path / "other-home"
+    index_worktree(other_home, "w9", str(hook.worktree))
+    hook.run(CLAUDE["Stop"], project=hook.worktree, env={"FLEET_HOME": str(other_home)})
+    assert hook.lines() == []
+    assert (other_home / "workers" / "w9" / "journal.jsonl").is_file()
+
+
+def test_baked_home_is_used_without_fleet_home(hook: Hook) -> None:
+    hook.run(CLAUDE["Stop"], project=hook.worktree, home_env=False)
+    assert len(hook.lines()) == 1
+
+
+class TestTorture:
+    """Whatever arrives on stdin: exit 0, print nothing, never a line that does not decode."""
+
+    CASES: ClassVar[dict[str, bytes]] = {
+        "empty": b"",
+        "whitespace": b"  \n\t ",
+        "not json": b"hello, world",
+        "array": b"[1, 2, 3]",
+        "string": b'"Stop"',
+        "null": b"null",
+        "truncated": json.dumps(CLAUDE["Stop"]).encode()[:-30],
+        "binary": bytes(random.Random(7).randrange(256) for _ in range(4096)),
+        "nul bytes": b'{"hook_event_name": "Stop\x00", "session_id": "a\x00b"}',
+        "lone surrogates": b'{"hook_event_name": "Stop", "last_assistant_message": "x\\ud800y"}',
+        "invalid utf-8": b'{"hook_event_name": "Stop", "message": "\xff\xfe"}',
+        "nan": b'{"hook_event_name": "Stop", "error_details": {"x": NaN}, "model": Infinity}',
+        "deep": b'{"hook_event_name": "Stop", "error_details": ' + b"[" * 100000 + b"]" * 100000
+        + b"}",
+        "wrong types": b'{"hook_event_name": 5, "session_id": {"a": 1}}',
+        "event not a string": b'{"hook_event_name": ["Stop"]}',
+        "huge type": json.dumps({"hook_event_name": "S" * 100000}).encode(),
+    }
+
+    @pytest.mark.parametrize("name", sorted(CASES))
+    def test_survives(self, hook: Hook, name: str) -> None:
+        run = hook.run(self.CASES[name], project=hook.worktree)
+        assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+        lines = hook.lines()
+        errors = hook.error_lines()
+        assert lines or errors, "either a line or a recorded failure"
+        for event in hook.events():
+            assert not isinstance(event, Unreadable), event
+            assert isinstance(event, HookEvent)
+        for line in lines:
+            assert len(line) < 20000
+
+    def test_huge_payload_is_salvaged_and_reported(self, hook: Hook) -> None:
+        payload = {
+            "session_id": "s1",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_response": "z" * (3 << 20),
+            "tool_use_id": "after-the-cut",
+        }
+        run = hook.run(payload, project=hook.worktree)
+        assert (run.returncode, run.stdout) == (0, b"")
+        event = only_event(hook)
+        assert (event.hook, event.get("session_id"), event.get("tool_name")) == (
+            "PostToolUse", "s1", "Read",
+        )
+        assert event.get("tool_use_id") is None
+        errors = hook.error_lines()
+        assert len(errors) == 1 and "over" in errors[0]["error"]
+        assert errors[0]["worker"] == "w1" and errors[0]["type"] == "PostToolUse"
+
+    def test_no_stdin_at_all(self, hook: Hook) -> None:
+        import subprocess
+
+        from fleet._hooks import hook_argv
+
+        env = {"PATH": os.environ["PATH"], "FLEET_HOME": str(hook.home),
+               "CLAUDE_PROJECT_DIR": str(hook.worktree)}
+        proc = subprocess.run(hook_argv("claude", home=hook.home), stdin=subprocess.DEVNULL,
+                              env=env, capture_output=True, timeout=60, check=False)
+        assert (proc.returncode, proc.stdout) == (0, b"")
+        assert hook.lines() == []
+        assert "empty" in hook.error_lines()[0]["error"]
+
+
+class TestWriteFailures:
+    def test_unwritable_journal_is_reported(self, hook: Hook) -> None:
+        hook.journal.parent.mkdir(parents=True)
+        hook.journal.mkdir()  # a directory where the file should be
+        run = hook.run(CLAUDE["Stop"], project=hook.worktree)
+        assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+        errors = hook.error_lines()
+        assert len(errors) == 1
+        assert errors[0]["worker"] == "w1" and errors[0]["type"] == "Stop"
+        assert "cannot open journal" in errors[0]["error"]
+
+    def test_full_disk_is_reported(self, hook: Hook) -> None:
+        if not Path("/dev/full").exists():
+            pytest.fail("this test needs /dev/full to simulate a full disk")
+        hook.journal.parent.mkdir(parents=True)
+        hook.journal.symlink_to("/dev/full")
+        run = hook.run(CLAUDE["Stop"], project=hook.worktree)
+        assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+        errors = hook.error_lines()
+        assert len(errors) == 1 and "No space left" in errors[0]["error"]
+
+    def test_unusable_home_is_silent(self, hook: Hook, tmp_path: Path) -> None:
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        run = hook.run(CLAUDE["Stop"], project=hook.worktree, env={
+            "FLEET_HOME": str(blocker / "home"), "FLEET_WORKER": "w1",
+        })
+        assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+
+    def test_error_log_stops_growing(self, hook: Hook) -> None:
+        hook.errors.write_bytes(b"x" * (1 << 20) + b"\n")
+        before = hook.errors.stat().st_size
+        hook.run(b"garbage", project=hook.worktree)
+        assert hook.errors.stat().st_size == before
+
+
+def test_concurrent_hooks_never_tear_lines(hook: Hook) -> None:
+    import concurrent.futures
+
+    payload: dict[str, Any] = {**CLAUDE["Stop"], "last_assistant_message": "y" * 4000}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        runs = list(pool.map(lambda _: hook.run(payload, project=hook.worktree), range(24)))
+    assert all(r.returncode == 0 for r in runs)
+    found = hook.events()
+    assert len(found) == 24
+    assert all(isinstance(e, HookEvent) and e.hook == "Stop" for e in found)
