@@ -16,6 +16,9 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from fleet._errors import Refused
+from fleet._runner import Runner
+
 
 @attrs.frozen(kw_only=True)
 class Workspace:
@@ -85,3 +88,110 @@ class Adapter(Protocol):
     def describe(self, workspace: Workspace) -> Mapping[str, object]:
         """What the host itself reports about the worker (for display, never for state)."""
         ...
+
+
+# -- shared by the app-hosted adapters (Superset, herdr) ------------------------------------
+
+
+def require_clean_and_pushed(runner: Runner, worktree: Path, *, what: str) -> None:
+    """Refuse (:class:`~fleet._errors.Refused`) unless ``worktree`` exists, has nothing
+    uncommitted or untracked, has an upstream, and nothing ahead of it.
+
+    Adapters run this immediately before a host's delete, whatever guards the caller ran
+    earlier: Superset's workspace delete removes a dirty worktree without asking, and herdr's
+    only refuses a dirty one, not an unpushed one."""
+    if not worktree.is_dir():
+        raise Refused(f"not deleting {what}: its worktree {worktree} is missing")
+    status = runner.run(["git", "-C", str(worktree), "status", "--porcelain"], timeout=60)
+    status.check("git status")
+    if status.stdout.strip():
+        count = len(status.stdout.strip().splitlines())
+        raise Refused(
+            f"not deleting {what}: {worktree} has {count} uncommitted or untracked "
+            "change(s); commit and push them first"
+        )
+    upstream = runner.run(
+        ["git", "-C", str(worktree), "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}"],
+        timeout=60,
+    )
+    if not upstream.ok:
+        raise Refused(
+            f"not deleting {what}: its branch has no upstream; push it with "
+            "`git push -u origin HEAD` first"
+        )
+    ahead = runner.run(
+        ["git", "-C", str(worktree), "rev-list", "--count", "@{u}..HEAD"], timeout=60
+    ).check("git rev-list")
+    if ahead.stdout.strip() != "0":
+        raise Refused(
+            f"not deleting {what}: {ahead.stdout.strip()} commit(s) not pushed to "
+            f"{upstream.stdout.strip()}; push them first"
+        )
+
+
+def pointer_line(path: Path, *, kind: str = "brief") -> str:
+    """The one line an agent is sent instead of a brief's text: the text stays in its file,
+    so nothing in it is ever read by a shell or parsed as an option."""
+    return f"Read the {kind} in {path.absolute()} and do what it says."
+
+
+def claude_args(spec: LaunchSpec) -> list[str]:
+    """The agent arguments a launch spec implies (after ``clausona run <profile> --``)."""
+    args: list[str] = []
+    if spec.tool == "claude":
+        if spec.permission_mode:
+            args += ["--permission-mode", spec.permission_mode]
+        if spec.model:
+            args += ["--model", spec.model]
+        if spec.effort:
+            args += ["--effort", spec.effort]
+    elif spec.tool == "codex" and spec.model:
+        args += ["-m", spec.model]
+    return [*args, *spec.extra_args]
+
+
+def launch_argv(spec: LaunchSpec, *, clausona: str = "clausona") -> list[str]:
+    """``clausona run <profile> -- <args>`` for a profile, else the bare tool."""
+    if spec.profile:
+        return [clausona, "run", spec.profile, "--", *claude_args(spec)]
+    return [spec.tool, *claude_args(spec)]
+
+
+def trust_folder(spec: LaunchSpec, worktree: Path) -> Path | None:
+    """Pre-answer the agent's folder-trust prompt for ``worktree`` in the spec's config dir
+    (Claude ``.claude.json`` or Codex ``config.toml``, through ``fleet trust``), verified.
+    Returns the file written, or None when the spec names no config dir: the agent's default
+    config is then left alone and an adapter may answer the prompt on screen instead."""
+    if spec.config_dir is None:
+        return None
+    from fleet import _hooks, _trust
+
+    target = (
+        _hooks.codex_target(spec.config_dir, spec.profile)
+        if spec.tool == "codex"
+        else _hooks.claude_target(spec.config_dir, spec.profile)
+    )
+    return Path(_trust.trust(target, worktree).file)
+
+
+def write_worktree_note(runner: Runner, worktree: Path, stem: str, text: str) -> Path:
+    """Write ``text`` to a new ``<worktree>/.fleet-<stem>-<n>.md`` that git ignores (through
+    the repository's ``info/exclude``, so no tracked file changes and the worktree stays
+    clean for the retire checks)."""
+    common = runner.run(
+        ["git", "-C", str(worktree), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        timeout=60,
+    ).check("git rev-parse")
+    exclude = Path(common.stdout.strip()) / "info" / "exclude"
+    pattern = "/.fleet-*.md"
+    existing = exclude.read_text() if exclude.exists() else ""
+    if pattern not in existing.splitlines():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        sep = "" if not existing or existing.endswith("\n") else "\n"
+        with exclude.open("a") as fh:
+            fh.write(f"{sep}{pattern}\n")
+    n = 1
+    while (path := worktree / f".fleet-{stem}-{n}.md").exists():
+        n += 1
+    path.write_text(text)
+    return path

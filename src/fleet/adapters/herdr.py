@@ -1,0 +1,534 @@
+"""The herdr adapter: one herdr workspace (a git worktree) and pane per worker.
+
+It drives the ``herdr`` CLI (herdr 0.8.0 and later) through the injected runner:
+
+- ``worktree create`` makes the worktree, its workspace and a root pane, labelled
+  ``<task> · <profile>``;
+- ``pane run <pane> "clausona run <profile> -- <args>"`` starts the agent (``agent start`` only
+  launches herdr's canonical binaries, so a wrapper cannot go through it), then ``agent rename``
+  gives it a stable name;
+- Claude Code's or Codex's folder-trust prompt is answered only when the screen shows the
+  worktree being worked on;
+- ``agent prompt <name> "<one line>" --wait`` sends a pointer to the brief file, never its text;
+- ``agent read`` reads the screen, ``pane split`` hands the task to another profile beside the
+  old pane, ``pane close`` closes it, ``worktree remove`` (never ``--force``) deletes.
+
+Results are single-line JSON (``{"id":…,"result":{"type":…}}``) on stdout; server errors are
+JSON (``{"error":{"code","message"}}``) on stderr with exit 1; usage errors exit 2. Each error
+code that needs a decision becomes its own exception, so a coordinator can tell a stalled
+prompt from a blocked agent from a dirty worktree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from fleet._errors import Refused, ToolError
+from fleet._runner import Completed, Runner, SubprocessRunner
+from fleet.adapters._base import (
+    LaunchSpec,
+    Workspace,
+    launch_argv,
+    pointer_line,
+    require_clean_and_pushed,
+    trust_folder,
+    write_worktree_note,
+)
+
+if TYPE_CHECKING:
+    from fleet._fleet import Fleet
+
+__all__ = [
+    "AgentBlocked",
+    "DirtyWorktree",
+    "HerdrAdapter",
+    "HerdrError",
+    "HerdrTimeout",
+    "PromptStalled",
+    "agent_name",
+]
+
+_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+#: herdr's statuses after which an agent waits for input.
+SETTLED = ("idle", "done", "blocked")
+
+
+class HerdrError(ToolError):
+    """herdr answered with an error code (``code``) and message."""
+
+    def __init__(self, message: str, *, code: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.command = command
+
+
+class PromptStalled(HerdrError):
+    """``agent prompt --wait`` saw no lifecycle change within herdr's 5 s: the prompt may or may
+    not have been delivered. Read the screen before sending it again."""
+
+
+class AgentBlocked(HerdrError):
+    """The agent shows a question or approval; herdr refused to type a prompt into it."""
+
+
+class HerdrTimeout(HerdrError, TimeoutError):
+    """herdr's own wait ran out of time, or the herdr command did."""
+
+
+class DirtyWorktree(HerdrError, Refused):
+    """``worktree remove`` refused: the checkout has uncommitted changes."""
+
+
+def agent_name(worker: str, suffix: int | None = None) -> str:
+    """A herdr agent name for a worker: ``[a-z][a-z0-9_-]{0,31}``, unique per hand-over."""
+    base = re.sub(r"[^a-z0-9_-]", "-", worker.lower())
+    if not base or not base[0].isalpha():
+        base = "w" + base
+    tail = f"-{suffix}" if suffix else ""
+    return base[: 32 - len(tail)] + tail
+
+
+@attrs.frozen(kw_only=True)
+class _TrustPrompt:
+    """How one agent asks whether to trust a folder, and the keys that answer yes."""
+
+    agent: str
+    markers: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
+#: Claude Code highlights "No, exit"; Codex highlights "1. Trust and continue".
+TRUST_PROMPTS: tuple[_TrustPrompt, ...] = (
+    _TrustPrompt(
+        agent="claude",
+        markers=("Is this a project you created or one you trust", "Do you trust the files"),
+        keys=("down", "enter"),
+    ),
+    _TrustPrompt(agent="codex", markers=("Trust this folder",), keys=("enter",)),
+)
+
+
+class HerdrAdapter:
+    """Workers in herdr panes. See the module docstring for the command flow.
+
+    ``fleet``: when given, every worker is registered there (adapter ``herdr``, handles
+    ``workspace``, ``pane``, ``agent``) before its agent starts, so fleet's hooks, which find a
+    worker by its worktree, journal it from its first event."""
+
+    name = "herdr"
+
+    def __init__(
+        self,
+        *,
+        runner: Runner | None = None,
+        fleet: Fleet | None = None,
+        herdr: str = "herdr",
+        clausona: str = "clausona",
+        start_timeout: float = 20.0,
+        ready_timeout: float = 60.0,
+        prompt_timeout: float = 30.0,
+        poll: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.runner: Runner = runner or SubprocessRunner()
+        self.fleet = fleet
+        self.herdr = herdr
+        self.clausona = clausona
+        self.start_timeout = start_timeout
+        self.ready_timeout = ready_timeout
+        self.prompt_timeout = prompt_timeout
+        self.poll = poll
+        self._sleep = sleep
+
+    # -- the herdr CLI ------------------------------------------------------------------------
+
+    def _run(self, *args: str, timeout: float = 60.0) -> Completed:
+        argv = [self.herdr, *args]
+        try:
+            done = self.runner.run(argv, timeout=timeout)
+        except ToolError as exc:
+            if "timed out" in str(exc):
+                raise HerdrTimeout(
+                    f"herdr {' '.join(args[:2])} did not answer within {timeout:g}s",
+                    code="timeout",
+                    command=" ".join(args[:2]),
+                ) from exc
+            raise
+        if done.returncode == 0:
+            return done
+        command = " ".join(args[:2])
+        if done.returncode == 2:
+            detail = (done.stderr.strip().splitlines() or [""])[0]
+            raise HerdrError(
+                f"herdr rejected `herdr {command} ...` as a usage error ({detail.strip()}); "
+                "this herdr may be older than fleet expects (0.8.0+): check `herdr --version`",
+                code="usage",
+                command=command,
+            )
+        code, message = _parse_error(done)
+        raise _error_for(code, f"herdr {command}: {message} ({code})", command)
+
+    def _call(self, *args: str, timeout: float = 60.0) -> dict[str, Any]:
+        """Run a command that answers with one JSON line; return its ``result``."""
+        done = self._run(*args, timeout=timeout)
+        for line in reversed(done.stdout.strip().splitlines()):
+            try:
+                payload = json.loads(line)
+            except ValueError:
+                continue
+            result = payload.get("result") if isinstance(payload, dict) else None
+            if isinstance(result, dict):
+                return result
+        raise HerdrError(
+            f"herdr {' '.join(args[:2])} printed no JSON result: {done.stdout.strip()[:200]!r}",
+            code="bad_output",
+        )
+
+    def agents(self) -> list[dict[str, Any]]:
+        agents = self._call("agent", "list").get("agents") or []
+        return [a for a in agents if isinstance(a, dict)]
+
+    def agent(self, target: str) -> dict[str, Any]:
+        return dict(self._call("agent", "get", target).get("agent") or {})
+
+    def wait(
+        self, target: str, *, until: Sequence[str] = SETTLED, timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """``agent wait``: returns at once when the agent is already in one of ``until``."""
+        args = ["agent", "wait", target]
+        for status in until:
+            args += ["--until", status]
+        args += ["--timeout", str(int(timeout * 1000))]
+        return dict(self._call(*args, timeout=timeout + 30).get("agent") or {})
+
+    def prompt(
+        self,
+        target: str,
+        line: str,
+        *,
+        until: Sequence[str] = ("working", "blocked", "idle", "done"),
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """``agent prompt --wait``: one line, submitted; returns the agent once it moved.
+
+        An agent already blocked is refused here for every herdr build (0.8.0 has no
+        ``agent_blocked`` and would type the line into the question); a stall is re-checked
+        with ``agent get``, because herdr reports some delivered prompts as stalled."""
+        if "\n" in line or line.startswith("-"):
+            raise ValueError("a herdr prompt must be one line that does not start with '-'")
+        current = self.agent(target)
+        if current.get("agent_status") == "blocked":
+            raise AgentBlocked(
+                f"herdr agent {target} is blocked (a question or approval is on its screen); "
+                "answer it in its pane, then send again",
+                code="agent_blocked",
+                command="agent prompt",
+            )
+        wait_s = timeout if timeout is not None else self.prompt_timeout
+        args = ["agent", "prompt", target, line, "--wait"]
+        for status in until:
+            args += ["--until", status]
+        args += ["--timeout", str(int(wait_s * 1000))]
+        try:
+            return dict(self._call(*args, timeout=wait_s + 30).get("agent") or {})
+        except PromptStalled:
+            after = self.agent(target)
+            if after.get("agent_status") in until and after.get("agent_status") != current.get(
+                "agent_status"
+            ):
+                return after
+            raise
+
+    def keys(self, workspace: Workspace, *keys: str) -> None:
+        """Press keys in the worker's agent (``agent send-keys``), e.g. ``esc`` or
+        ``down enter``."""
+        self._run("agent", "send-keys", _agent(workspace), *keys)
+
+    # -- the Adapter verbs --------------------------------------------------------------------
+
+    def create_workspace(self, worker: str, *, repo: Path, base: str, label: str) -> Workspace:
+        branch = f"fleet/{worker}"
+        result = self._call(
+            "worktree",
+            "create",
+            "--cwd",
+            str(repo),
+            "--branch",
+            branch,
+            "--base",
+            base,
+            "--label",
+            label,
+            "--no-focus",
+            timeout=120,
+        )
+        workspace = result.get("workspace") or {}
+        pane = result.get("root_pane") or {}
+        tree = result.get("worktree") or {}
+        path = tree.get("path")
+        if not (workspace.get("workspace_id") and pane.get("pane_id") and path):
+            raise HerdrError(f"herdr worktree create answered without ids: {result}")
+        return Workspace(
+            worktree=Path(str(path)),
+            branch=str(tree.get("branch") or branch),
+            base=base,
+            handle={
+                "workspace": str(workspace["workspace_id"]),
+                "pane": str(pane["pane_id"]),
+                "agent": agent_name(worker),
+                "repo": str(repo),
+                "worker": worker,
+            },
+        )
+
+    def trust(self, workspace: Workspace, spec: LaunchSpec) -> None:
+        trust_folder(spec, workspace.worktree)
+
+    def start(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
+        handle = dict(workspace.handle)
+        name = handle.get("agent") or agent_name(spec.worker)
+        handle["agent"] = name
+        if self.fleet is not None:
+            self.fleet.register(
+                spec.worker,
+                worktree=workspace.worktree,
+                tool=spec.tool,
+                profile=spec.profile,
+                model=spec.model,
+                adapter=self.name,
+                handle=handle,
+                branch=workspace.branch,
+                base=workspace.base,
+            )
+        self._launch(handle["pane"], name, workspace, spec)
+        self.prompt(name, pointer_line(spec.brief))
+        return handle
+
+    def _launch(self, pane: str, name: str, workspace: Workspace, spec: LaunchSpec) -> None:
+        command = shlex.join(launch_argv(spec, clausona=self.clausona))
+        self._run("pane", "run", pane, command)
+        found = self._await_agent(pane)
+        if found is None:
+            screen = self._run(
+                "pane", "read", pane, "--source", "recent-unwrapped", "--lines", "60"
+            ).stdout
+            raise HerdrError(
+                f"no agent showed up in herdr pane {pane} within {self.start_timeout:g}s of "
+                f"`{command}`; its screen ends with: {_tail(screen)}",
+                code="agent_not_running",
+            )
+        if found.get("name") != name:
+            self._call("agent", "rename", pane, name)
+        self._answer_trust(name, workspace, spec)
+
+    def _await_agent(self, pane: str) -> dict[str, Any] | None:
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            for agent in self.agents():
+                if agent.get("pane_id") == pane and agent.get("agent"):
+                    return agent
+            if time.monotonic() >= deadline:
+                return None
+            self._sleep(self.poll)
+
+    def _answer_trust(self, name: str, workspace: Workspace, spec: LaunchSpec) -> None:
+        """Answer the folder-trust question, and only for this worker's own worktree; any
+        other question stays for the user."""
+        info = self.agent(name)
+        if info.get("agent_status") != "blocked":
+            return
+        screen = self._run("agent", "read", name, "--source", "visible").stdout
+        kind = str(info.get("agent") or spec.tool)
+        prompt = next(
+            (p for p in TRUST_PROMPTS if p.agent == kind and any(m in screen for m in p.markers)),
+            None,
+        )
+        if prompt is None:
+            raise AgentBlocked(
+                f"herdr agent {name} is blocked before its brief was sent; its screen ends "
+                f"with: {_tail(screen)}. Answer it in its pane, then send the brief again",
+                code="agent_blocked",
+            )
+        if not _mentions(screen, workspace.worktree):
+            raise Refused(
+                f"herdr agent {name} asks to trust a folder that is not its worktree "
+                f"{workspace.worktree}; not answering it"
+            )
+        self._run("agent", "send-keys", name, *prompt.keys)
+        self.wait(name, until=("idle", "done"), timeout=self.ready_timeout)
+
+    def read(self, workspace: Workspace, *, lines: int = 200) -> str:
+        try:
+            return self._run(
+                "agent", "read", _agent(workspace), "--source", "recent-unwrapped",
+                "--lines", str(lines),
+            ).stdout
+        except HerdrError as exc:
+            if exc.code not in ("agent_not_found", "agent_not_running", "not_found"):
+                raise
+        return self._run(
+            "pane", "read", _pane(workspace), "--source", "recent-unwrapped",
+            "--lines", str(lines),
+        ).stdout
+
+    def send(self, workspace: Workspace, text_file: Path) -> None:
+        if not text_file.is_file():
+            raise FileNotFoundError(f"no follow-up file {text_file}")
+        self.prompt(_agent(workspace), pointer_line(text_file, kind="follow-up"))
+        worker = workspace.handle.get("worker")
+        if self.fleet is not None and worker:
+            self.fleet.note_follow_up(worker, file=str(text_file))
+
+    def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
+        old_pane, old_name = _pane(workspace), _agent(workspace)
+        note = write_worktree_note(
+            self.runner,
+            workspace.worktree,
+            "handover",
+            _handover_text(workspace, spec, old_name, self._screen_or_empty(workspace)),
+        )
+        split = self._call(
+            "pane", "split", old_pane, "--direction", "down", "--cwd", str(workspace.worktree),
+            "--no-focus",
+        )
+        pane = str((split.get("pane") or {}).get("pane_id") or "")
+        if not pane:
+            raise HerdrError(f"herdr pane split answered without a pane id: {split}")
+        taken = {str(a.get("name")) for a in self.agents()}
+        n = 2
+        while agent_name(spec.worker, n) in taken:
+            n += 1
+        name = agent_name(spec.worker, n)
+        handle = {**workspace.handle, "pane": pane, "agent": name, "previous_pane": old_pane}
+        self._launch(pane, name, workspace, spec)
+        if self.fleet is not None:
+            from fleet._core.events import HandedOver
+
+            self.fleet.record(
+                spec.worker,
+                HandedOver(
+                    ts=self.fleet.clock.now(),
+                    src=self.name,
+                    profile=spec.profile,
+                    model=spec.model,
+                    handle=handle,
+                    reason=f"from {old_name}",
+                ),
+            )
+        self.prompt(name, pointer_line(note, kind="hand-over note"))
+        self._run("pane", "close", old_pane)
+        return handle
+
+    def _screen_or_empty(self, workspace: Workspace) -> str:
+        try:
+            return self.read(workspace, lines=400)
+        except HerdrError:
+            return ""
+
+    def close(self, workspace: Workspace) -> None:
+        self._run("pane", "close", _pane(workspace))
+
+    def delete(self, workspace: Workspace) -> None:
+        ws = workspace.handle.get("workspace")
+        if not ws:
+            raise ValueError("this workspace has no herdr workspace id")
+        require_clean_and_pushed(self.runner, workspace.worktree, what=f"herdr workspace {ws}")
+        try:
+            self._call("worktree", "remove", "--workspace", ws, timeout=120)
+        except DirtyWorktree as exc:
+            raise DirtyWorktree(
+                f"herdr refused to remove {workspace.worktree}: it has uncommitted changes; "
+                "fleet never forces it",
+                code=exc.code,
+                command=exc.command,
+            ) from exc
+        if workspace.worktree.exists():
+            raise HerdrError(f"herdr reported {workspace.worktree} removed, but it is still there")
+
+    def describe(self, workspace: Workspace) -> Mapping[str, object]:
+        try:
+            info = self.agent(_agent(workspace))
+        except HerdrError as exc:
+            if exc.code not in ("agent_not_found", "agent_not_running", "not_found"):
+                raise
+            return {"host": self.name, "agent": _agent(workspace), "agent_status": "absent"}
+        keep = ("name", "agent", "agent_status", "pane_id", "workspace_id", "cwd", "title")
+        return {"host": self.name, **{k: info[k] for k in keep if k in info}}
+
+
+def _agent(workspace: Workspace) -> str:
+    name = workspace.handle.get("agent")
+    if not name:
+        raise ValueError("this workspace has no herdr agent name")
+    return name
+
+
+def _pane(workspace: Workspace) -> str:
+    pane = workspace.handle.get("pane")
+    if not pane:
+        raise ValueError("this workspace has no herdr pane id")
+    return pane
+
+
+def _parse_error(done: Completed) -> tuple[str, str]:
+    for text in (done.stderr, done.stdout):
+        for line in reversed(text.strip().splitlines()):
+            try:
+                payload = json.loads(line)
+            except ValueError:
+                continue
+            error = payload.get("error") if isinstance(payload, dict) else None
+            if isinstance(error, dict):
+                return str(error.get("code") or "error"), str(error.get("message") or "")
+    detail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]
+    return "error", f"exit {done.returncode}: {detail.strip()}"
+
+
+def _error_for(code: str, message: str, command: str) -> HerdrError:
+    kind: type[HerdrError] = {
+        "agent_prompt_stalled": PromptStalled,
+        "agent_blocked": AgentBlocked,
+        "timeout": HerdrTimeout,
+        "dirty_worktree_requires_force": DirtyWorktree,
+    }.get(code, HerdrError)
+    if kind is PromptStalled:
+        message += (
+            "; the agent showed no activity within 5s. The prompt may still have been "
+            "delivered: read its screen before sending again"
+        )
+    return kind(message, code=code, command=command)
+
+
+def _mentions(screen: str, worktree: Path) -> bool:
+    flat = "".join(screen.split())
+    candidates = {str(worktree), str(worktree.resolve())}
+    home = str(Path.home())
+    candidates |= {c.replace(home, "~", 1) for c in list(candidates) if c.startswith(home)}
+    # the dialog may wrap a long path across lines; compare without whitespace
+    return any("".join(c.split()) in flat for c in candidates)
+
+
+def _tail(screen: str, lines: int = 6) -> str:
+    kept = [line.rstrip() for line in screen.strip().splitlines() if line.strip()][-lines:]
+    return " | ".join(kept)[-400:] or "(nothing)"
+
+
+def _handover_text(workspace: Workspace, spec: LaunchSpec, old_name: str, screen: str) -> str:
+    """The hand-over note: the brief's path and the old agent's last screen."""
+    return (
+        "You are taking over a task that another agent was working on in this worktree "
+        f"({workspace.worktree}, herdr agent {old_name}).\n\n"
+        f"The task's brief is in {spec.brief.absolute()}: read it first and do what it says. "
+        "Check `git status` and `git log` to see what was already done.\n\n"
+        "<previous-agent-screen>\n"
+        f"{screen.rstrip()}\n"
+        "</previous-agent-screen>\n"
+    )
