@@ -1030,12 +1030,146 @@ def wait_started(
 
 
 __all__: Sequence[str] = (
+    "FanOutResult",
     "HeadlessAdapter",
+    "Launch",
     "HeadlessOptions",
     "LaunchRecord",
     "Pending",
     "build_run",
+    "run_tasks",
     "start_worker",
     "stop_worker",
     "wait_started",
 )
+
+
+# -- fan-out --------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Launch:
+    """One task of a fan-out: what to start, and then what happened."""
+
+    worker: str
+    brief: Path
+    tool: str = "claude"
+    profile: str | None = None
+    model: str | None = None
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class FanOutResult:
+    started: tuple[WorkerState, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def plan_launches(
+    tasks_file: str | os.PathLike[str], *, endpoint: bool = False
+) -> tuple[list[Launch], list[tuple[str, str]], list[str], Path | None, str | None]:
+    """The launches of a TASKS.toml: routed by the routing engine (clausona profiles), or, for
+    an endpoint fan-out, every task on the endpoint. Returns launches, skipped tasks with the
+    reason, the plan's warnings, and the file's repo and base."""
+    from fleet._plan import load_task_file, plan_tasks
+
+    tf = load_task_file(tasks_file)
+    missing = [t.name for t in tf.tasks if t.brief is None]
+    if missing:
+        raise SettingsError(f"{tasks_file}: task {', '.join(missing)} has no brief file")
+    launches: list[Launch] = []
+    skipped: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    if endpoint:
+        for t in tf.tasks:
+            assert t.brief is not None
+            launches.append(
+                Launch(worker=t.name, brief=t.brief, tool=t.tool or "claude", model=t.model,
+                       reason="endpoint")
+            )
+        return launches, skipped, warnings, tf.repo, tf.base
+    plan = plan_tasks(tf.tasks, choices=tf.choices)
+    warnings += plan.warnings
+    by_name = {t.name: t for t in tf.tasks}
+    for row in plan.rows:
+        task = by_name[row.task]
+        assert task.brief is not None
+        if row.profile is None:
+            skipped.append((row.task, row.reason))
+            continue
+        warnings += [f"{row.task}: {w}" for w in row.warnings]
+        launches.append(
+            Launch(worker=row.task, brief=task.brief, tool=row.tool or task.tool or "claude",
+                   profile=row.profile, model=row.model, reason=row.reason)
+        )
+    return launches, skipped, warnings, tf.repo, tf.base
+
+
+def run_tasks(
+    tasks_file: str | os.PathLike[str],
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    base: str | None = None,
+    max_parallel: int = 4,
+    options: HeadlessOptions | None = None,
+    permission_mode: str | None = None,
+    effort: str | None = None,
+    home: str | os.PathLike[str] | None = None,
+    runner: Runner | None = None,
+    clock: Clock | None = None,
+    start_timeout: float = 60.0,
+    poll: float = 0.25,
+    on_start: Callable[[WorkerState], None] | None = None,
+) -> FanOutResult:
+    """Start every task of a TASKS.toml as a headless worker, at most ``max_parallel`` running
+    at once, and return once the last one has started (follow with ``fleet wait``).
+
+    A task waits for a free slot; Claude workers on one profile start one at a time (each
+    until its agent journals its first event, or ``start_timeout``), because a starting
+    Claude Code rewrites its config dir's state file."""
+    if max_parallel < 1:
+        raise SettingsError("--max-parallel must be at least 1")
+    opts = options or HeadlessOptions()
+    launches, skipped, warnings, file_repo, file_base = plan_launches(
+        tasks_file, endpoint=opts.endpoint is not None
+    )
+    where = repo or file_repo or Path.cwd()
+    ref = base or file_base
+    adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
+    taken = [w.worker for w in launches if _journal.exists(adapter.home, w.worker)]
+    if taken:
+        raise Refused(f"worker {', '.join(taken)} already exists; rename the task(s)")
+    running: list[str] = []
+    last_on_profile: dict[str, str] = {}
+    started: list[WorkerState] = []
+    for item in launches:
+        while True:
+            running = [w for w in running if adapter.supervisor_alive(w)]
+            if len(running) < max_parallel:
+                break
+            time.sleep(poll)
+        if item.profile and item.tool == "claude" and item.profile in last_on_profile:
+            wait_started(last_on_profile[item.profile], home=adapter.home, timeout=start_timeout)
+        state = start_worker(
+            item.worker,
+            task=item.brief,
+            repo=where,
+            profile=item.profile,
+            model=item.model,
+            tool=item.tool,
+            permission_mode=permission_mode,
+            effort=effort,
+            base=ref,
+            home=adapter.home,
+            runner=runner,
+            clock=clock,
+            options=opts,
+        )
+        started.append(state)
+        running.append(item.worker)
+        if item.profile:
+            last_on_profile[item.profile] = item.worker
+        if on_start is not None:
+            on_start(state)
+    return FanOutResult(started=tuple(started), skipped=tuple(skipped), warnings=tuple(warnings))

@@ -1,0 +1,220 @@
+"""start, stop, run: headless workers (``claude -p`` / ``codex exec``) under a supervisor."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fleet._cli._common import Exit, add_json, print_json
+from fleet._core.fold import WorkerState
+from fleet._keys import KEY_SOURCE_HELP
+
+if TYPE_CHECKING:
+    from fleet.adapters.headless import HeadlessOptions
+
+START_DESCRIPTION = f"""\
+Create the worktree and branch fleet/WORKER from --base (default: the repository's HEAD),
+register the worker, and start the agent there on the brief under a detached supervisor,
+then return. The supervisor outlives this command: it journals `started` (pid, start time,
+attempt) and `exited` (exit code, is_error, API status, result, token usage, session id),
+retries overload and transient errors with jittered backoff, and ends a usage or rate limit
+in blocked(limit). Follow with `fleet wait WORKER`.
+
+Where the agent runs:
+  --profile P     `clausona run P -- ...`: the profile's config dir and login
+  --endpoint URL  a fresh config dir for this worker only (under FLEET_HOME), seeded with
+                  fleet's hooks, the effort level and the onboarding answers, so the host's
+                  own login can never reach the endpoint; the key from --key-from
+                  ({KEY_SOURCE_HELP}) goes to the agent in its environment only, never in
+                  argv, a file or a log
+  neither         the tool's default config, as your shell would run it
+
+The worktree goes beside the repository, in <repo>.fleet/WORKER ($FLEET_WORKTREES/<repo
+name>/WORKER when that is set). Success is judged on is_error and the exit code, never on
+the result's subtype.
+"""
+
+RUN_DESCRIPTION = """\
+Route every task of TASKS.toml to a profile (as `fleet plan` shows) and start each as a
+headless worker, at most --max-parallel at a time; return once the last has started, and
+follow with `fleet wait`. A task that no profile can take is reported and not started.
+With --endpoint, routing is skipped and every task runs on that endpoint, each in its own
+isolated config dir. Claude workers on one profile start one at a time (each until its
+agent has journaled its first event), because a starting Claude Code rewrites its state
+file.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "start",
+        help="start a headless worker (claude -p / codex exec) in a new worktree",
+        description=START_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("worker", help="worker id: lowercase letters, digits, '.', '_', '-'")
+    p.add_argument("--task", required=True, metavar="BRIEF_FILE", help="the brief: the prompt")
+    p.add_argument("--repo", default=".", metavar="REPO", help="the repository (default: .)")
+    _launch_options(p)
+    p.add_argument("--base", metavar="REF", help="where the branch starts (default: HEAD)")
+    add_json(p)
+    p.set_defaults(run=cmd_start)
+
+    p = sub.add_parser(
+        "stop",
+        help="stop a headless worker; its state becomes gone(stopped)",
+        description="Signal the worker's supervisor, which terminates the agent's whole "
+        "process group (SIGTERM, then SIGKILL after a grace period) and journals "
+        "exited(reason=stopped). The worktree and branch stay. A worker that is not running "
+        "is refused (exit 4).",
+    )
+    p.add_argument("worker")
+    p.add_argument("--wait", type=float, default=30.0, metavar="S",
+                   help="seconds to wait for the supervisor to finish (default 30)")
+    add_json(p)
+    p.set_defaults(run=cmd_stop)
+
+    p = sub.add_parser(
+        "run",
+        help="plan TASKS.toml and start every task as a headless worker",
+        description=RUN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("tasks", metavar="TASKS.toml")
+    p.add_argument("--max-parallel", type=int, default=4, metavar="N",
+                   help="at most N workers running at once (default 4)")
+    p.add_argument("--repo", metavar="REPO", help="the repository (default: the file's, or .)")
+    p.add_argument("--base", metavar="REF", help="where branches start (default: the file's)")
+    p.add_argument("--endpoint", metavar="URL", help="run every task on this API endpoint")
+    p.add_argument("--key-from", metavar="SRC", help=f"the endpoint's key: {KEY_SOURCE_HELP}")
+    p.add_argument("--key-var", metavar="NAME", help="the variable that carries the key")
+    p.add_argument("--permission-mode", metavar="MODE",
+                   help="Claude permission mode (default bypassPermissions: the worktree is "
+                   "the cage); Codex: its sandbox")
+    p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
+    _retry_options(p)
+    add_json(p)
+    p.set_defaults(run=cmd_run)
+
+
+def _launch_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", metavar="P", help="clausona profile to run on")
+    p.add_argument("--endpoint", metavar="URL", help="an API endpoint (isolated config dir)")
+    p.add_argument("--key-from", metavar="SRC", help=f"the endpoint's key: {KEY_SOURCE_HELP}")
+    p.add_argument("--key-var", metavar="NAME",
+                   help="the variable that carries the key (default ANTHROPIC_AUTH_TOKEN, "
+                   "ANTHROPIC_API_KEY for anthropic.com; Codex: FLEET_ENDPOINT_API_KEY)")
+    p.add_argument("--model", metavar="M", help="the model")
+    p.add_argument("--small-model", metavar="M",
+                   help="the small model: background calls, and the fallback after overload")
+    p.add_argument("--tool", choices=["claude", "codex"], default="claude",
+                   help="the agent CLI (default claude; a profile's own tool wins)")
+    p.add_argument("--permission-mode", metavar="MODE",
+                   help="Claude permission mode (default bypassPermissions: the worktree is "
+                   "the cage); Codex: its sandbox")
+    p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
+    _retry_options(p)
+
+
+def _retry_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit per worker run")
+    p.add_argument("--retries", type=int, default=3, metavar="N",
+                   help="retries after overload or a transient error (default 3)")
+    p.add_argument("--backoff", type=float, default=2.0, metavar="S",
+                   help="first backoff delay in seconds, doubled each retry (default 2)")
+
+
+def _options(args: argparse.Namespace) -> HeadlessOptions:
+    from fleet.adapters.headless import HeadlessOptions
+
+    return HeadlessOptions(
+        endpoint=args.endpoint,
+        key_from=args.key_from,
+        key_var=args.key_var,
+        timeout=args.timeout,
+        max_attempts=max(0, args.retries) + 1,
+        backoff_base=args.backoff,
+    )
+
+
+def _line(state: WorkerState) -> str:
+    pid = state.handle.get("supervisor_pid", "-")
+    return (
+        f"{state.worker}: {state.state}({state.reason})  branch {state.branch}  "
+        f"worktree {state.worktree}  supervisor {pid}"
+    )
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from fleet.adapters.headless import start_worker
+
+    opts = _options(args)
+    state = start_worker(
+        args.worker,
+        task=Path(args.task),
+        repo=Path(args.repo),
+        profile=args.profile,
+        model=args.model,
+        small_model=args.small_model,
+        tool=args.tool,
+        permission_mode=args.permission_mode,
+        effort=args.effort,
+        base=args.base,
+        home=args.home,
+        options=opts,
+    )
+    if args.json:
+        print_json(state)
+    else:
+        sys.stdout.write(_line(state) + "\n")
+    return Exit.OK
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from fleet.adapters.headless import stop_worker
+
+    state = stop_worker(args.worker, home=args.home, timeout=args.wait)
+    if args.json:
+        print_json(state)
+    else:
+        sys.stdout.write(f"{state.worker}: {state.state}({state.reason})  mark {state.mark}\n")
+    return Exit.OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from fleet.adapters.headless import run_tasks
+
+    opts = _options(args)
+
+    def announce(state: WorkerState) -> None:
+        if not args.json:
+            sys.stdout.write(_line(state) + "\n")
+            sys.stdout.flush()
+
+    result = run_tasks(
+        Path(args.tasks),
+        repo=args.repo,
+        base=args.base,
+        max_parallel=args.max_parallel,
+        options=opts,
+        permission_mode=args.permission_mode,
+        effort=args.effort,
+        home=args.home,
+        on_start=announce,
+    )
+    if args.json:
+        print_json(
+            {
+                "started": list(result.started),
+                "skipped": [{"task": t, "reason": r} for t, r in result.skipped],
+                "warnings": list(result.warnings),
+            }
+        )
+    else:
+        for task, reason in result.skipped:
+            sys.stdout.write(f"{task}: not started: {reason}\n")
+        for warning in result.warnings:
+            sys.stderr.write(f"fleet: warning: {warning}\n")
+    return Exit.REFUSED if result.skipped else Exit.OK
