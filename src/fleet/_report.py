@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from fleet._core.events import Retired
+from fleet._core.events import FollowUpSent, Retired
 from fleet._core.fold import WorkerState
 from fleet._fleet import Fleet
 
@@ -32,6 +32,7 @@ class ReportLine:
     findings: tuple[str, ...] = ()
     ref: str | None = None
     task: str | None = None
+    follow_ups: int = 0
 
 
 def verdict_of(state: WorkerState) -> str:
@@ -54,7 +55,7 @@ def _workspace(state: WorkerState) -> str | None:
 
 def _why(state: WorkerState, verdict: str) -> str:
     if state.state == "retired":
-        return "checked, clean and pushed"
+        return "was checked, clean and pushed"
     if state.refused:
         return f"retire refused: {state.refused}"
     if verdict == "failed":
@@ -66,9 +67,12 @@ def _why(state: WorkerState, verdict: str) -> str:
     return f"not done: {state.state} ({state.reason})"
 
 
-def report_line(state: WorkerState, ref: str | None = None) -> ReportLine:
+def report_line(state: WorkerState, ref: str | None = None, follow_ups: int = 0) -> ReportLine:
     verdict = verdict_of(state)
     retired = state.state == "retired"
+    why = _why(state, verdict)
+    if follow_ups:
+        why += f" (after {follow_ups} follow-up{'' if follow_ups == 1 else 's'})"
     return ReportLine(
         worker=state.worker,
         profile=state.profile,
@@ -80,42 +84,59 @@ def report_line(state: WorkerState, ref: str | None = None) -> ReportLine:
         state=state.state,
         verdict=verdict,
         outcome="retired" if retired else "kept",
-        why=_why(state, verdict),
+        why=why,
         findings=tuple(state.findings),
         ref=ref if retired else None,
         task=state.task,
+        follow_ups=follow_ups,
     )
 
 
 def build_report(fleet: Fleet, workers: Iterable[str] | None = None) -> list[ReportLine]:
     lines = []
     for state in fleet.status(workers):
-        ref = None
-        if state.state == "retired":
-            for event in reversed(fleet.log(state.worker)):
-                if isinstance(event, Retired):
-                    ref = event.ref
-                    break
-        lines.append(report_line(state, ref))
+        events = fleet.log(state.worker)
+        ref = next((e.ref for e in reversed(events) if isinstance(e, Retired)), None)
+        follow_ups = sum(isinstance(e, FollowUpSent) for e in events)
+        lines.append(report_line(state, ref, follow_ups))
     return lines
 
 
-def format_line(line: ReportLine) -> str:
+HEADERS = ("worker", "profile (model)", "workspace", "branch", "verdict", "outcome", "why")
+
+
+def _cells(line: ReportLine) -> tuple[str, ...]:
     who = line.profile or "-"
     if line.model:
         who += f" ({line.model})"
-    where = f"{line.workspace or '-'} @ {line.branch or '-'}"
-    outcome = line.outcome + (f" [{line.ref}]" if line.ref else "")
-    return f"{line.worker}: {who}; {where}; {line.verdict}; {outcome}: {line.why}"
+    why = line.why + (f"; snapshot {line.ref}" if line.ref else "")
+    return (
+        line.worker, who, line.workspace or "-", line.branch or "-", line.verdict, line.outcome,
+        why,
+    )
+
+
+def format_line(line: ReportLine) -> str:
+    """One worker as a single self-contained line."""
+    worker, who, where, branch, verdict, outcome, why = _cells(line)
+    return f"{worker}: {who}; {where} @ {branch}; {verdict}; {outcome}: {why}"
 
 
 def format_report(lines: Sequence[ReportLine]) -> str:
+    """A table, one row per worker, and a summary line."""
     if not lines:
         return "no workers"
+    rows = [_cells(line) for line in lines]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
+    out = ["  ".join(h.upper().ljust(widths[i]) for i, h in enumerate(HEADERS)).rstrip()]
+    out.extend("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows)
     retired = sum(line.outcome == "retired" for line in lines)
-    checked = sum(line.verdict in ("checked",) or line.outcome == "retired" for line in lines)
-    body = "\n".join(format_line(line) for line in lines)
-    return (
-        f"{body}\n\n{len(lines)} workers: {checked} checked, {retired} retired, "
-        f"{len(lines) - retired} kept"
+    checked = sum(line.verdict == "checked" for line in lines)
+    claimed = sum(line.verdict == "claimed" for line in lines)
+    failed = sum(line.verdict == "failed" for line in lines)
+    out.append("")
+    out.append(
+        f"{len(lines)} workers: {checked} checked, {failed} failed, {claimed} only claimed; "
+        f"{retired} retired, {len(lines) - retired} kept"
     )
+    return "\n".join(out)

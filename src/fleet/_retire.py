@@ -220,7 +220,9 @@ class Retirer:
                 ref=ref,
             )
         try:
-            deleter = self.deleter_factory(candidate.adapter, runner=self.runner)
+            deleter = self.deleter_factory(
+                candidate.adapter, runner=self.runner, home=self.fleet.home, clock=self.fleet.clock
+            )
             deleter.delete(
                 Workspace(
                     worktree=worktree,
