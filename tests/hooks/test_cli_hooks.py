@@ -1,0 +1,165 @@
+"""The commands: fleet hooks install|uninstall|status|command, fleet trust, fleet doctor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet._cli import main
+from fleet._hooks import CLAUDE_EVENTS, CODEX_EVENTS, hook_command
+from fleet._journal import index_worktree
+from tests.hooks.conftest import Hook, claude_payloads
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code, out, _ = run(capsys, *argv, "--json")
+    return code, json.loads(out)
+
+
+def test_command_prints_what_gets_installed(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "hooks", "command", "--tool", "claude")
+    assert code == 0 and out.strip() == hook_command("claude", home=home)
+    code, data = run_json(capsys, "hooks", "command", "--tool", "codex")
+    assert data["command"] == hook_command("codex", home=home)
+    assert data["argv"][1:3] == ["-I", "-S"]
+    cfg = tmp_path / "cfg"
+    run(capsys, "hooks", "install", "--config-dir", str(cfg))
+    settings = json.loads((cfg / "settings.json").read_text())
+    assert settings["hooks"]["Stop"][0]["hooks"][0]["command"] == out.strip()
+
+
+def test_install_status_uninstall(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg, codex = tmp_path / "cfg", tmp_path / "codex"
+    targets = ["--config-dir", str(cfg), "--codex-home", str(codex)]
+    code, changes = run_json(capsys, "hooks", "install", *targets)
+    assert code == 0 and [c["changed"] for c in changes] == [True, True]
+    assert [len(c["events"]) for c in changes] == [len(CLAUDE_EVENTS), len(CODEX_EVENTS)]
+    code, changes = run_json(capsys, "hooks", "install", *targets)
+    assert [c["changed"] for c in changes] == [False, False]
+    code, statuses = run_json(capsys, "hooks", "status", *targets)
+    assert code == 0 and all(s["will_run"] for s in statuses)
+    code, out, _ = run(capsys, "hooks", "status", *targets)
+    assert code == 0 and "yes" in out
+    code, changes = run_json(capsys, "hooks", "uninstall", *targets)
+    assert [c["removed"] for c in changes] == [len(CLAUDE_EVENTS), len(CODEX_EVENTS)]
+    code, statuses = run_json(capsys, "hooks", "status", *targets)
+    assert code == 1 and not any(s["will_run"] for s in statuses)
+
+
+def test_malformed_settings_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text('{"hooks": ')
+    code, out, err = run(capsys, "hooks", "install", "--config-dir", str(cfg))
+    assert code == 1 and out == ""
+    assert err.startswith("fleet: ") and err.count("\n") == 1 and "not valid JSON" in err
+    assert (cfg / "settings.json").read_text() == '{"hooks": '
+
+
+def test_a_target_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "hooks", "install")
+    assert code == 1 and "--config-dir" in err
+
+
+def test_profiles_from_clausona(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared-settings.json"
+    shared.write_text("{}\n")
+    dirs = {name: tmp_path / name for name in ("work", "home-acct", "cx")}
+    for name in ("work", "home-acct"):
+        dirs[name].mkdir()
+        (dirs[name] / "settings.json").symlink_to(shared)
+    listing = [
+        {"name": "claude:work", "tool": "claude", "configDir": str(dirs["work"])},
+        {"name": "claude:home-acct", "tool": "claude", "configDir": str(dirs["home-acct"])},
+        {"name": "codex:cx", "tool": "codex", "configDir": str(dirs["cx"])},
+    ]
+    snapshot = tmp_path / "profiles.json"
+    snapshot.write_text(json.dumps(listing))
+    monkeypatch.setenv("FLEET_PROFILES", str(snapshot))
+
+    code, changes = run_json(capsys, "hooks", "install", "--profile", "cx")
+    assert code == 0 and [c["target"] for c in changes] == ["codex:cx"]
+    assert (dirs["cx"] / "hooks.json").is_file()
+    code, changes = run_json(capsys, "hooks", "install", "--all-profiles")
+    assert [c["target"] for c in changes] == ["claude:work", "claude:home-acct", "codex:cx"]
+    # Both Claude profiles share one settings.json: written once, through the links.
+    assert [c["changed"] for c in changes] == [True, False, False]
+    assert (dirs["home-acct"] / "settings.json").is_symlink()
+    code, statuses = run_json(capsys, "hooks", "status", "--all-profiles")
+    assert code == 0 and all(s["will_run"] for s in statuses)
+    code, _, err = run(capsys, "hooks", "status", "--profile", "nope")
+    assert code == 1 and "no profile 'nope'" in err
+
+
+def test_trust_and_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg, wt = tmp_path / "cfg", tmp_path / "wt"
+    wt.mkdir()
+    code, data = run_json(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt), "--check")
+    assert code == 4 and data["trusted"] is False
+    code, data = run_json(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt))
+    assert code == 0 and data["trusted"] is True
+    code, out, _ = run(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt), "--check")
+    assert code == 0 and "trusted" in out
+    code, _, err = run(
+        capsys, "trust", "--codex-home", str(tmp_path / "cx"), "--config-dir", str(cfg),
+        "--path", str(wt),
+    )
+    assert code == 1 and "exactly one" in err
+
+
+class TestDoctor:
+    def test_healthy(self, capsys: pytest.CaptureFixture[str], home: Path) -> None:
+        code, report = run_json(capsys, "doctor")
+        assert code == 0 and report["ok"] and report["problems"] == []
+        assert report["hook_program"] and Path(report["hook_program"]).is_file()
+
+    def test_reports_hook_failures(
+        self, capsys: pytest.CaptureFixture[str], hook: Hook
+    ) -> None:
+        hook.run(b"not json", project=hook.worktree)
+        hook.run(claude_payloads()["Stop"], env={"FLEET_WORKER": "Bad!"})
+        code, report = run_json(capsys, "doctor")
+        assert code == 1 and report["hook_errors"] == 2
+        assert "not a valid worker id" in report["last_hook_errors"][-1]
+        code, out, _ = run(capsys, "doctor")
+        assert code == 1 and "2 failures" in out
+
+    def test_counts_unreadable_lines_per_worker(
+        self, capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+    ) -> None:
+        index_worktree(home, "w1", str(tmp_path))
+        journal = home / "workers" / "w1" / "journal.jsonl"
+        journal.parent.mkdir(parents=True)
+        journal.write_bytes(
+            b'{"v":1,"ts":1.0,"src":"claude","type":"Stop"}\nnot json\n{"v":1}\n'
+        )
+        code, report = run_json(capsys, "doctor")
+        assert code == 1 and report["unreadable"] == {"w1": 2}
+
+    def test_checks_named_targets(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        code, report = run_json(capsys, "doctor", "--config-dir", str(tmp_path / "cfg"))
+        assert code == 1 and any("not installed" in p for p in report["problems"])
+
+
+def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["hooks", "install", "--help"])
+    out = capsys.readouterr().out
+    assert "--codex-home" in out and "--all-profiles" in out and "fleet-backup" in out
