@@ -9,9 +9,12 @@ read gives exactly what a full replay gives (a test compares them).
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import tempfile
+import threading
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
@@ -98,6 +101,42 @@ def _from_cache(home: Path, worker: str, entry: Any) -> Folded | None:
     return Folded(worker, reader, acc)
 
 
+#: Below this many journals to replay from scratch, a second process costs more than it saves.
+PARALLEL_MIN_WORKERS: Final = 64
+
+
+def _replay_chunk(home: str, workers: list[str]) -> list[tuple[str, int, int, int, Any]]:
+    out = []
+    for worker in workers:
+        folded = Folded(worker, JournalReader(journal_path(Path(home), worker)), Accumulator())
+        folded.advance()
+        reader = folded.reader
+        out.append((worker, reader.offset, reader.seq, reader.ino or 0, folded.acc.to_dict()))
+    return out
+
+
+def _replay_in_parallel(home: Path, workers: list[str]) -> dict[str, Folded] | None:
+    """Full replays spread over the machine's cores, or None where that is not worth it or not
+    safe (fork from a process that already runs threads)."""
+    cpus = os.cpu_count() or 1
+    if cpus < 2 or len(workers) < PARALLEL_MIN_WORKERS or threading.active_count() > 1:
+        return None
+    procs = min(cpus, 8)
+    chunks = [workers[i::procs] for i in range(procs)]
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=procs, mp_context=ctx) as pool:
+            results = list(pool.map(_replay_chunk, [str(home)] * procs, chunks))
+    except (OSError, RuntimeError, ValueError):
+        return None
+    out: dict[str, Folded] = {}
+    for chunk in results:
+        for worker, offset, seq, ino, acc in chunk:
+            reader = JournalReader(journal_path(home, worker), offset=offset, seq=seq, ino=ino)
+            out[worker] = Folded(worker, reader, Accumulator.from_dict(acc))
+    return out
+
+
 def load_folded(
     home: Path, workers: Iterable[str] | None = None, *, use_cache: bool = True
 ) -> dict[str, Folded]:
@@ -107,12 +146,16 @@ def load_folded(
     cache = FoldCache(home)
     entries = cache.load() if use_cache else {}
     out: dict[str, Folded] = {}
-    changed = False
+    cold = [w for w in names if w not in entries]
+    replayed = _replay_in_parallel(home, cold) or {}
+    changed = bool(cold)
     for worker in names:
-        folded = _from_cache(home, worker, entries.get(worker)) if worker in entries else None
+        folded = replayed.get(worker)
+        if folded is None and worker in entries:
+            folded = _from_cache(home, worker, entries[worker])
         if folded is None:
             folded = Folded(worker, JournalReader(journal_path(home, worker)), Accumulator())
-        if folded.advance() or worker not in entries:
+        if folded.advance():
             changed = True
         out[worker] = folded
     if use_cache and changed:

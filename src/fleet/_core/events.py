@@ -262,32 +262,55 @@ converter.register_structure_hook(Event, _structure_event)
 
 def decode_obj(obj: Any, line: str = "") -> Event:
     """Turn one decoded JSON value into an event; never raises."""
-    if not isinstance(obj, dict):
+    return _decode(dict(obj) if isinstance(obj, dict) else obj, line)
+
+
+def _decode(obj: Any, line: str) -> Event:
+    # The hot path of every reader (a cold status folds a million lines): exact type checks
+    # and key-set tests in C, and the decoded dict reused in place. ``obj`` must be ours.
+    if type(obj) is not dict:
         return Unreadable(line=line or _short(obj), error="not a JSON object")
     ts, src, kind, version = obj.get("ts"), obj.get("src"), obj.get("type"), obj.get("v")
     if (
-        not isinstance(ts, int | float)
-        or isinstance(ts, bool)
-        or not isinstance(src, str)
-        or not isinstance(kind, str)
-        or not isinstance(version, int)
+        type(ts) not in _NUMBER
+        or type(src) is not str
+        or type(kind) is not str
+        or type(version) is not int
     ):
         return Unreadable(line=line or _short(obj), error="missing or invalid envelope")
-    ts = float(ts)
     if src in HOOK_SOURCES:
-        data = {k: obj[k] for k in HOOK_FIELDS if k in obj}
-        return HookEvent(ts=ts, src=src, hook=kind, data=data)
+        del obj["v"], obj["ts"], obj["src"], obj["type"]
+        if not obj.keys() <= _HOOK_FIELD_SET:
+            obj = {k: v for k, v in obj.items() if k in _HOOK_FIELD_SET}
+        return _new_hook_event(float(ts), src, kind, obj)
     cls = TAGS.get(kind)
     if cls is None or version > SCHEMA_VERSION:
         raw = {k: v for k, v in obj.items() if k not in _ENVELOPE}
-        return UnknownEvent(ts=ts, src=src, type=kind, raw=raw)
+        return UnknownEvent(ts=float(ts), src=src, type=kind, raw=raw)
     fields = {k: v for k, v in obj.items() if k not in _ENVELOPE}
-    fields["ts"] = ts
+    fields["ts"] = float(ts)
     fields["src"] = src
     try:
         return converter.structure(fields, cls)
     except Exception as exc:  # cattrs raises several types; any of them means "unreadable"
-        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=_one_line(exc))
+        return Unreadable(ts=float(ts), src=src, line=line or _short(obj), error=_one_line(exc))
+
+
+_NUMBER: Final = (float, int)
+_HOOK_FIELD_SET: Final = frozenset(HOOK_FIELDS)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _new_hook_event(ts: float, src: str, hook: str, data: dict[str, JSON]) -> HookEvent:
+    # Same result as HookEvent(...), without attrs' per-field frozen-setattr checks: the values
+    # were validated just above.
+    event: HookEvent = _new(HookEvent)
+    _set(event, "ts", ts)
+    _set(event, "src", src)
+    _set(event, "hook", hook)
+    _set(event, "data", data)
+    return event
 
 
 def decode_line(line: bytes) -> Event:
@@ -296,7 +319,7 @@ def decode_line(line: bytes) -> Event:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return Unreadable(line=_text(line), error=f"invalid JSON: {exc}")
-    return decode_obj(obj, "" if isinstance(obj, dict) else _text(line))
+    return _decode(obj, "" if type(obj) is dict else _text(line))
 
 
 def encode_obj(event: Event) -> dict[str, JSON]:
