@@ -763,8 +763,13 @@ def _choose(
     coord_tool, named_pool = ctx.coord_tool, ctx.named_pool
     candidates: list[Profile] = []
     skipped: list[str] = []
+    outside = 0
     for p in sorted(profiles, key=lambda p: p.name):
         if task.tool is not None and p.tool != task.tool:
+            continue
+        if pool is not None and not _in_pool(p, pool):
+            # Listing every profile outside the pool would bury the reasons that matter.
+            outside += 1
             continue
         a = assess(
             p,
@@ -785,6 +790,9 @@ def _choose(
             candidates.append(p)
     if not candidates:
         tool = f" {task.tool}" if task.tool else ""
+        if outside:
+            skipped.append(f"{outside} other{tool} profile{'s' * (outside != 1)}: "
+                           f"{ctx.pool_label}")
         detail = " | ".join(skipped) if skipped else f"clausona lists no{tool} profiles"
         return _unrouted(task, f"no eligible profile ({detail})")
 
