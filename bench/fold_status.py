@@ -20,13 +20,13 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import temp_home, verdict  # noqa: E402
+from _common import temp_home, verdict
 
-from fleet._core import events as ev  # noqa: E402
-from fleet._core.events import decode_line, encode_line  # noqa: E402
-from fleet._core.fold import fold  # noqa: E402
-from fleet._home import journal_path  # noqa: E402
-from fleet._journal import index_worktree  # noqa: E402
+from fleet._core import events as ev
+from fleet._core.events import decode_line, encode_line
+from fleet._core.fold import fold
+from fleet._home import journal_path
+from fleet._journal import index_worktree
 
 
 def journal_lines(n: int, rng: random.Random, start: float) -> list[bytes]:
