@@ -609,6 +609,11 @@ class HeadlessAdapter:
         return is_alive(sup["pid"], start if isinstance(start, int) else None)
 
     def _refuse_running(self, worker: str) -> None:
+        if self.supervisor_alive(worker) and _state(self.home, worker, self.clock).live is False:
+            # The run is over (exited is journaled); its supervisor is only finishing up.
+            end = time.monotonic() + 5.0
+            while self.supervisor_alive(worker) and time.monotonic() < end:
+                time.sleep(0.02)
         if self.supervisor_alive(worker):
             raise Refused(f"worker {worker} is still running; wait for it or `fleet stop {worker}`")
 

@@ -1,0 +1,105 @@
+"""A stand-in for ``claude`` and ``codex`` in unit tests: it follows a script of steps.
+
+State lives in ``$FAKE_AGENT_DIR``: ``plan.json`` (a list of steps; the n-th run takes step n,
+the last step repeats), ``count`` (runs so far), ``calls.jsonl`` (one line per run: argv, pid,
+cwd, the variables fleet sets, a sha256 of every variable that may carry a key, whether stdin is
+/dev/null). A step: ``result`` (text), ``error`` (an API status: the run fails with it),
+``exit`` (exit code), ``sleep`` (seconds, after writing ``running-<n>``), ``session``,
+``stderr``, ``commit`` (a file name to commit in the cwd), ``raw`` (stdout as is).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KEY_VARS = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY", "FLEET_ENDPOINT_API_KEY",
+            "FLEET_TEST_KEY", "OPENAI_API_KEY")
+SHOWN = ("FLEET_WORKER", "FLEET_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "ANTHROPIC_BASE_URL",
+         "CLAUDE_CODE_MAX_RETRIES", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+         "ANTHROPIC_DEFAULT_HAIKU_MODEL", "CLAUDECODE", "DISABLE_TELEMETRY")
+
+
+def main() -> int:
+    state = Path(os.environ["FAKE_AGENT_DIR"])
+    with (state / "count").open("a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = int(f.read() or 0) + 1
+        f.seek(0)
+        f.truncate()
+        f.write(str(n))
+    plan = json.loads((state / "plan.json").read_text())
+    step = plan[min(n, len(plan)) - 1]
+    devnull = os.stat(os.devnull)
+    st = os.fstat(0)
+    call = {
+        "n": n,
+        "argv": sys.argv,
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "cwd": os.getcwd(),
+        "env": {k: os.environ[k] for k in SHOWN if k in os.environ},
+        "key_sha": {
+            k: hashlib.sha256(os.environ[k].encode()).hexdigest()
+            for k in KEY_VARS if k in os.environ
+        },
+        "stdin_devnull": (st.st_rdev, st.st_ino) == (devnull.st_rdev, devnull.st_ino),
+    }
+    with (state / "calls.jsonl").open("a") as f:
+        f.write(json.dumps(call) + "\n")
+    if "sleep" in step:
+        (state / f"running-{n}").write_text(str(os.getpid()))
+        time.sleep(step["sleep"])
+    if "commit" in step:
+        Path(step["commit"]).write_text(f"work {n}\n")
+        subprocess.run(["git", "add", step["commit"]], check=True)
+        subprocess.run(["git", "commit", "-q", "-m", f"work {n}"], check=True)
+    if step.get("stderr"):
+        sys.stderr.write(step["stderr"] + "\n")
+    codex = Path(sys.argv[0]).name == "codex" or "exec" in sys.argv[1:2]
+    session = step.get("session", f"session-{n}")
+    if "raw" in step:
+        sys.stdout.write(step["raw"])
+    elif codex:
+        events = [{"type": "thread.started", "thread_id": session}, {"type": "turn.started"}]
+        if "error" in step:
+            events.append({"type": "error", "message": f"unexpected status {step['error']}"})
+            events.append({"type": "turn.failed",
+                           "error": {"message": f"unexpected status {step['error']}: "
+                                     + step.get("result", "error")}})
+        else:
+            events.append({"type": "item.completed",
+                           "item": {"id": "item_1", "type": "agent_message",
+                                    "text": step.get("result", "ok")}})
+            events.append({"type": "turn.completed",
+                           "usage": {"input_tokens": 10, "cached_input_tokens": 2,
+                                     "output_tokens": 5}})
+        for e in events:
+            sys.stdout.write(json.dumps(e) + "\n")
+    else:
+        failed = "error" in step
+        sys.stdout.write(json.dumps({
+            "type": "result",
+            "subtype": "success",
+            "is_error": failed,
+            "api_error_status": step.get("error"),
+            "result": step.get("result", "API Error" if failed else "ok"),
+            "session_id": session,
+            "num_turns": 1,
+            "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
+                      "server_tool_use": {"web_search_requests": 0}},
+            "total_cost_usd": 0.01,
+        }) + "\n")
+    sys.stdout.flush()
+    return int(step.get("exit", 1 if "error" in step else 0))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
