@@ -124,6 +124,12 @@ CASES = [
         says={"rename": "API profile for wide mechanical work"},
     ),
     Case(
+        id="other work spreads over API profiles too, subscriptions first at equal load",
+        profiles=(MAIN, sub("claude:a", session=50), api("claude:glm")),
+        tasks=(T("t1"), T("t2"), T("t3")),
+        expect={"t1": "claude:a", "t2": "claude:glm", "t3": "claude:a"},
+    ),
+    Case(
         id="wide mechanical work falls back to a subscription",
         profiles=(MAIN, sub("claude:a")),
         tasks=(T("rename", kind="wide-mechanical"),),

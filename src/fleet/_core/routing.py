@@ -608,8 +608,8 @@ def plan(
             carried = sum(1 for r in routed if r.profile == name)
             if carried * 2 > len(routed):
                 warnings.append(
-                    f"{name} carries {carried} of {len(routed)} workers: no other eligible "
-                    "profile had room"
+                    f"{name} carries {carried} of {len(routed)} workers: its limits can stall "
+                    "most of the fan-out"
                 )
     for r in ordered:
         warnings.extend(f"{r.task}: {w}" for w in r.warnings)
@@ -746,9 +746,14 @@ def _kind_warnings(task: Task, p: Profile) -> list[str]:
 
 
 def _tier(task: Task, p: Profile, coord_tool: str | None, named_pool: bool) -> int:
-    """Lower is preferred. Work kind first, then the coordinator's tool."""
-    wants_api = task.kind == "wide-mechanical"
-    kind_rank = 0 if p.is_api == wants_api else 1
+    """Lower is preferred: the coordinator's tool first, then the kind of work (wide mechanical
+    work wants API profiles, exploratory work wants subscriptions, other work takes either)."""
+    if task.kind == "wide-mechanical":
+        kind_rank = 0 if p.is_api else 1
+    elif task.kind == "exploratory":
+        kind_rank = 1 if p.is_api else 0
+    else:
+        kind_rank = 0
     tool_rank = 0
     if task.tool is None and not named_pool and coord_tool is not None and p.tool != coord_tool:
         tool_rank = 1
@@ -796,9 +801,12 @@ def _choose(
         detail = " | ".join(skipped) if skipped else f"clausona lists no{tool} profiles"
         return _unrouted(task, f"no eligible profile ({detail})")
 
-    def key(p: Profile) -> tuple[int, int, float, str]:
+    def key(p: Profile) -> tuple[int, int, bool, float, str]:
+        # Among equally loaded profiles a subscription comes before a paid API endpoint, then
+        # the most headroom, then the name, so ties always break the same way.
         headroom = p.headroom if p.headroom is not None else 100.0
-        return (_tier(task, p, coord_tool, named_pool), counts.get(p.name, 0), -headroom, p.name)
+        tier = _tier(task, p, coord_tool, named_pool)
+        return (tier, counts.get(p.name, 0), p.is_api, -headroom, p.name)
 
     best = min(candidates, key=key)
     why: list[str] = []
@@ -809,7 +817,7 @@ def _choose(
             if best.is_api
             else "wide mechanical work, but no API profile is eligible"
         )
-    elif best.is_api:
+    elif task.kind == "exploratory" and best.is_api:
         why.append("no subscription is eligible")
     if tier >= 2:
         why.append(f"no {coord_tool} profile is eligible")
