@@ -112,6 +112,12 @@ CASES: list[tuple[str, list[ev.Event], tuple[str, str]]] = [
         ("stopped", "api_error:server_error"),
     ),
     (
+        # Claude Code -p runs StopFailure and SessionEnd concurrently: either may land first.
+        "api error after session end",
+        [reg(), hook(3, "SessionEnd"), hook(3.01, "StopFailure", error="server_error")],
+        ("stopped", "api_error:server_error"),
+    ),
+    (
         "session end keeps done",
         [
             reg(),

@@ -46,7 +46,13 @@ TRANSITIONS: Final[list[dict[str, object]]] = [
     {"trigger": "turn_end", "source": [*_RUNNING, "blocked"], "dest": "stopped"},
     {"trigger": "idle", "source": _RUNNING, "dest": "stopped"},
     {"trigger": "interrupt", "source": [*_RUNNING, "blocked"], "dest": "stopped"},
-    {"trigger": "api_error", "source": [*_RUNNING, "blocked", "stopped"], "dest": "stopped"},
+    # (also from gone: Claude Code runs StopFailure and SessionEnd hooks concurrently, so the
+    # failure can land after the session's end)
+    {
+        "trigger": "api_error",
+        "source": [*_RUNNING, "blocked", "stopped", "gone"],
+        "dest": "stopped",
+    },
     # a permission, a question, a usage limit, or the worker's own BLOCKED envelope
     {"trigger": "block", "source": [*_RUNNING, "stopped"], "dest": "blocked"},
     {"trigger": "limit", "source": [*_RUNNING, "stopped", "blocked", "gone"], "dest": "blocked"},
