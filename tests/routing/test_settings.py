@@ -232,6 +232,8 @@ def test_cli_settings_get_set_unset_path(path: Path, capsys: pytest.CaptureFixtu
     assert (code, out) == (1, "")
     code, out, _ = run(capsys, "settings", "--settings", s, "unset", "unknown")
     assert code == 0 and "unknown" not in json.loads(path.read_text())
+    code, out, _ = run(capsys, "settings", "get", "maxUsage", "--settings", s)
+    assert (code, out) == (0, "80\n")
     code, out, _ = run(capsys, "settings", "--settings", s, "path", "--json")
     assert json.loads(out) == {"file": s, "readFrom": s}
 

@@ -134,6 +134,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     w = ssub.add_parser("path", help="print the file settings are read from and written to")
     add_json(w)
     w.set_defaults(run=cmd_settings_path)
+    for action in (g, s, u, w):
+        # Accepted after the action too; SUPPRESS keeps a value given before it.
+        action.add_argument(
+            "--settings", metavar="FILE", default=argparse.SUPPRESS,
+            help="settings file to use instead",
+        )
 
     p = sub.add_parser(
         "plan",
