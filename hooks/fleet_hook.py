@@ -5,16 +5,14 @@ imports is loaded from its cached bytecode. The hook runs on every tool call, so
 Whatever happens, it prints nothing and exits 0.
 """
 
-# pathlib would import re: os.path is much cheaper here.
-
-import os
+import posix  # not os: with -S nothing has imported os, and importing it is costly
 import sys
 
 try:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, __file__.rpartition("/")[0] or ".")
     from fleet_hook_impl import main
 
     main(sys.argv[1:])
 except BaseException:  # the hook must never disturb the agent
     pass
-os._exit(0)
+posix._exit(0)  # nothing is buffered; skip the interpreter's teardown

@@ -19,14 +19,14 @@ The journal append mirrors ``fleet._journal.append_line``: directories 0700, fil
 ``O_APPEND``, an exclusive ``flock`` and one ``write(2)`` of the whole line.
 """
 
-# pathlib imports re (through fnmatch): the hook works with os.path strings instead.
-
 from __future__ import annotations
 
-import os
+import posix
 import time
 
-# _json and fcntl are imported where they are used: a session that is no worker never needs them.
+# With -S nothing has imported os yet, and importing it (with os.path and _collections_abc) costs
+# more than the rest of this program: the hook uses the posix module beneath it and plain strings
+# for paths. _json and fcntl are imported where they are used: a non-worker never needs them.
 
 # typing and collections.abc are costly imports: they are for the type checker only.
 TYPE_CHECKING = False
@@ -79,6 +79,9 @@ ERROR_LOG_LIMIT = 1 << 20
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+_APPEND_FLAGS = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC
+_S_IFMT = 0o170000
+_S_IFDIR = 0o040000
 _WORKER_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _WORKER_CHARS = _WORKER_FIRST | frozenset("._-")
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CRED", "SESSION", "COOKIE")
@@ -98,9 +101,9 @@ def main(argv: list[str]) -> None:
     """Run the hook; never raises, never prints."""
     ts = time.time()
     src, home = _parse_args(argv)
-    env = os.environ
+    env = _Environ()
     home = env.get("FLEET_HOME") or home
-    if not home or not os.path.isabs(home):
+    if not home.startswith("/"):
         return  # no usable home: nowhere to write, nowhere to report
     ctx = _Context(home=home, src=src)
     try:
@@ -133,14 +136,14 @@ class _Context:
             import fcntl
 
             line = _encode_object(fields).encode() + b"\n"
-            path = os.path.join(self.home, "hook-errors.log")
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            path = self.home + "/hook-errors.log"
+            fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                if os.fstat(fd).st_size < ERROR_LOG_LIMIT:
-                    os.write(fd, line)
+                if posix.fstat(fd).st_size < ERROR_LOG_LIMIT:
+                    posix.write(fd, line)
             finally:
-                os.close(fd)
+                posix.close(fd)
         except Exception:  # nowhere left to report to
             pass
 
@@ -163,7 +166,7 @@ def _parse_args(argv: list[str]) -> tuple[str, str]:
     return src, home
 
 
-def _run(ctx: _Context, ts: float, env: Any) -> None:
+def _run(ctx: _Context, ts: float, env: _Environ) -> None:
     worker = env.get("FLEET_WORKER")
     payload: dict[str, Any] | None = None
     complete = True
@@ -179,7 +182,7 @@ def _run(ctx: _Context, ts: float, env: Any) -> None:
             return
         project = env.get("CLAUDE_PROJECT_DIR")
         if project:
-            worker = find_worker(index, os.path.realpath(project))
+            worker = find_worker(index, realpath(project))
             if worker is None:
                 _drain_stdin()
                 return
@@ -188,7 +191,7 @@ def _run(ctx: _Context, ts: float, env: Any) -> None:
             cwd = payload.get("cwd")
             if not isinstance(cwd, str) or not cwd:
                 return
-            worker = find_worker(index, os.path.realpath(cwd))
+            worker = find_worker(index, realpath(cwd))
             if worker is None:
                 return
         if not is_worker_id(worker):
@@ -210,6 +213,47 @@ def _run(ctx: _Context, ts: float, env: Any) -> None:
         raise HookFailure(f"payload over {READ_LIMIT} bytes: recorded the fields read before it")
 
 
+class _Environ:
+    """``os.environ`` without os: the raw bytes environment, decoded as os would."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self) -> None:
+        self._raw = posix.environ
+
+    def get(self, name: str) -> str | None:
+        value = self._raw.get(name.encode())
+        return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
+def realpath(path: str) -> str:
+    """The path with symlinks resolved, for a directory that exists (asking the kernel, by
+    entering it: the hook's own working directory does not matter); otherwise normalized."""
+    try:
+        posix.chdir(path)
+        return posix.getcwd()
+    except (OSError, ValueError):
+        return normpath(path)
+
+
+def normpath(path: str) -> str:
+    if not path.startswith("/"):
+        try:
+            path = posix.getcwd() + "/" + path
+        except OSError:
+            path = "/" + path
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+        else:
+            parts.append(part)
+    return "/" + "/".join(parts)
+
+
 # -- finding the worker ------------------------------------------------------------------------
 
 
@@ -225,10 +269,18 @@ def is_worker_id(worker: str) -> bool:
 def read_index(home: str) -> dict[str, str]:
     """``worktrees.tsv``: ``<realpath>\\t<worker>`` lines; the last line for a path wins."""
     try:
-        with open(os.path.join(home, "worktrees.tsv"), "rb") as f:
-            data = f.read()
+        fd = posix.open(home + "/worktrees.tsv", posix.O_RDONLY | posix.O_CLOEXEC)
     except OSError:
         return {}
+    try:
+        chunks = []
+        while chunk := posix.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError:
+        return {}
+    finally:
+        posix.close(fd)
+    data = b"".join(chunks)
     index: dict[str, str] = {}
     for raw in data.decode("utf-8", "replace").split("\n"):
         path, sep, worker = raw.partition("\t")
@@ -257,10 +309,10 @@ def _read_stdin(limit: int) -> tuple[bytes, bool]:
     chunks: list[bytes] = []
     size = 0
     try:
-        if os.isatty(0):
+        if posix.isatty(0):
             return b"", True
         while size <= limit:
-            chunk = os.read(0, limit + 1 - size)
+            chunk = posix.read(0, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -278,10 +330,10 @@ def _drain_stdin() -> None:
     """Read and drop what the agent is still writing, so it never meets a closed pipe."""
     drained = 0
     try:
-        if os.isatty(0):
+        if posix.isatty(0):
             return
         while drained < DRAIN_LIMIT:
-            chunk = os.read(0, 1 << 16)
+            chunk = posix.read(0, 1 << 16)
             if not chunk:
                 return
             drained += len(chunk)
@@ -538,7 +590,7 @@ def _looks_secret(word: str) -> bool:
 
 
 def journal_path(home: str, worker: str) -> str:
-    return os.path.join(home, "workers", worker, "journal.jsonl")
+    return f"{home}/workers/{worker}/journal.jsonl"
 
 
 def append_line(path: str, line: bytes) -> None:
@@ -546,38 +598,40 @@ def append_line(path: str, line: bytes) -> None:
     (a full disk) cut the file back so no torn line stays."""
     import fcntl
 
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags, FILE_MODE)
+        fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
     except FileNotFoundError:
         try:
-            _make_dirs(os.path.dirname(path))
-            fd = os.open(path, flags, FILE_MODE)
+            _make_dirs(path.rpartition("/")[0])
+            fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
         except OSError as exc:
             raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
     except OSError as exc:
         raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        written = os.write(fd, line)
+        written = posix.write(fd, line)
         if written != len(line):
-            os.ftruncate(fd, os.fstat(fd).st_size - written)
+            posix.ftruncate(fd, posix.fstat(fd).st_size - written)
             raise HookFailure(f"short write to journal {path}: disk full?")
     except OSError as exc:
         raise HookFailure(f"cannot write journal {path}: {exc.strerror or exc}") from exc
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def _make_dirs(path: str) -> None:
     """Create ``path`` and its missing parents, each 0700 (os.makedirs would leave the parents
     at the umask's mode)."""
-    if os.path.isdir(path):
-        return
-    parent = os.path.dirname(path)
+    try:
+        if posix.stat(path).st_mode & _S_IFMT == _S_IFDIR:
+            return
+    except OSError:
+        pass
+    parent = path.rpartition("/")[0]
     if parent and parent != path:
         _make_dirs(parent)
     try:  # noqa: SIM105 - contextlib is a costly import here
-        os.mkdir(path, DIR_MODE)
+        posix.mkdir(path, DIR_MODE)
     except FileExistsError:
         pass
