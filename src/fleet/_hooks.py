@@ -393,6 +393,12 @@ def codex_trust_hash(event: str, group: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def codex_hooks_key_path(target: Target) -> Path:
+    """hooks.json as Codex names it in trust keys: under the canonical CODEX_HOME (Codex 0.171.0
+    resolves a symlinked home before keying, so an unresolved key would never match)."""
+    return Path(os.path.realpath(target.config_dir)) / "hooks.json"
+
+
 def trust_key(hooks_file: Path, position: Position) -> str:
     event, gi, hi = position
     return f"{hooks_file}:{snake_case(event)}:{gi}:{hi}"
@@ -527,7 +533,7 @@ def _apply(target: Target, change: Any) -> Change:
         if saved:
             backups.append(str(saved))
     if doc is not None:
-        hooks_file = path.absolute()
+        hooks_file = codex_hooks_key_path(target)
         _retrust(doc, hooks_file, old_fleet, moves, new_hooks)
         content = tomlkit.dumps(doc).encode()
         if content != (toml_raw or b""):
@@ -642,7 +648,7 @@ def _codex_trust_problems(
     if isinstance(features, dict) and features.get("hooks") is False:
         problems.append(f"{target.config_toml} disables hooks ([features] hooks = false)")
     untrusted = []
-    hooks_file = target.hooks_file.absolute()
+    hooks_file = codex_hooks_key_path(target)
     for position in positions:
         event, gi, _ = position
         entry = state.get(trust_key(hooks_file, position)) if state is not None else None

@@ -364,6 +364,19 @@ class TestCodex:
         install(codex_target(codex), home=home)
         assert status(codex_target(codex), home=home).will_run
 
+    def test_trust_keys_name_the_resolved_codex_home(self, tmp_path: Path, home: Path) -> None:
+        real = tmp_path / "real-codex"
+        real.mkdir()
+        link = tmp_path / "codex-link"
+        link.symlink_to(real)
+        install(codex_target(link), home=home)
+        keys = list(trust_state(real))
+        assert len(keys) == len(CODEX_EVENTS)
+        assert all(k.startswith(f"{real / 'hooks.json'}:") for k in keys)
+        assert status(codex_target(link), home=home).will_run
+        uninstall(codex_target(link))
+        assert trust_state(real) == {}
+
     def test_status_sees_hooks_disabled(self, tmp_path: Path, home: Path) -> None:
         codex = tmp_path / "codex"
         install(codex_target(codex), home=home)
