@@ -209,7 +209,7 @@ def plan_json(p: Plan) -> dict[str, Any]:
         "coordinator": p.coordinator,
         "maxUsage": p.max_usage,
         "routing": list(p.routing),
-        "warnings": list(p.warnings),
+        "warnings": list(p.all_warnings),
         "tasks": [
             {
                 "task": r.task,

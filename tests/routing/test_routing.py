@@ -551,3 +551,13 @@ def test_spread_is_as_even_as_headroom_allows(
         for q in eligible:
             if (p.headroom or 0) > (q.headroom or 0):
                 assert counts.get(p.name, 0) >= counts.get(q.name, 0)
+
+
+def test_row_warnings_stay_on_rows_and_all_warnings_gathers_them() -> None:
+    profiles = (sub("claude:a", session=96), sub("claude:b", session=92))
+    tasks = (T("t1", profile="claude:a"), T("t2"))
+    result = plan(tasks, profiles, settings=Settings(), coordinator=None, now=NOW)
+    assert result.row("t2").profile is None
+    assert len(result.warnings) == 1 and "coordinator" in result.warnings[0]
+    (risk,) = result.row("t1").warnings
+    assert result.all_warnings == (result.warnings[0], f"t1: {risk}")

@@ -358,9 +358,9 @@ def render_plan(p: Plan) -> str:
         for r in p.rows
     ]
     lines = [table(rows, ["task", "profile", "tool", "model", "kind", "why"])]
-    if p.warnings:
+    if p.all_warnings:
         lines.append("\nwarnings:")
-        lines.extend(f"  ! {w}" for w in p.warnings)
+        lines.extend(f"  ! {w}" for w in p.all_warnings)
     if p.routing:
         lines.append("\nyour routing rules (apply them to the plan above):")
         lines.extend(f"  - {r}" for r in p.routing)

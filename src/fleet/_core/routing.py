@@ -509,12 +509,21 @@ class PlanRow:
 
 @attrs.frozen(kw_only=True)
 class Plan:
+    """A routing decision: one row per task (in the tasks' order), the plan's own warnings
+    (each row carries its own too), the user's routing rules to show beside it, and whether
+    it needs the user's OK before starting."""
+
     rows: tuple[PlanRow, ...]
     warnings: tuple[str, ...]
     routing: tuple[str, ...]
     needs_ok: bool
     max_usage: float
     coordinator: str | None
+
+    @property
+    def all_warnings(self) -> tuple[str, ...]:
+        """The plan's own warnings, then each row's, prefixed with its task."""
+        return self.warnings + tuple(f"{r.task}: {w}" for r in self.rows for w in r.warnings)
 
     @property
     def complete(self) -> bool:
@@ -611,8 +620,6 @@ def plan(
                     f"{name} carries {carried} of {len(routed)} workers: its limits can stall "
                     "most of the fan-out"
                 )
-    for r in ordered:
-        warnings.extend(f"{r.task}: {w}" for w in r.warnings)
 
     request_named = bool(choices.use) or bool(choices.assign) or any(t.profile for t in tasks)
     settings_named = bool(settings.workers) or any(
