@@ -561,3 +561,17 @@ def test_row_warnings_stay_on_rows_and_all_warnings_gathers_them() -> None:
     assert len(result.warnings) == 1 and "coordinator" in result.warnings[0]
     (risk,) = result.row("t1").warnings
     assert result.all_warnings == (result.warnings[0], f"t1: {risk}")
+
+
+def test_windows_over_the_limit_say_when_they_reset() -> None:
+    p = sub("claude:a", session=95, weekly=99)
+    assert p.quota is not None and p.quota.session is not None and p.quota.weekly is not None
+    p = attrs.evolve(p, quota=attrs.evolve(
+        p.quota,
+        session=attrs.evolve(p.quota.session, resets_at=NOW + 3 * 3600),
+        weekly=attrs.evolve(p.quota.weekly, resets_at=NOW - 10),
+    ))
+    five, seven = quota_problems(p, 90, now=NOW)
+    assert five.endswith("(resets in 3h)")
+    assert "reset time has passed" in seven
+    assert quota_problems(p, 90) == ["5H usage 95% >= maxUsage 90%", "7D usage 99% >= maxUsage 90%"]

@@ -368,8 +368,20 @@ class Assessment:
         return "; ".join(self.reasons)
 
 
-def quota_problems(profile: Profile, max_usage: float, model: str | None = None) -> list[str]:
-    """What the defaults hold against this profile's quota; empty when it is fine."""
+def _resets(w: QuotaWindow, now: float | None) -> str:
+    if now is None or w.resets_at is None:
+        return ""
+    if w.resets_at <= now:
+        # The reading predates the reset; only a refresh can say what is left now.
+        return " (its reset time has passed: `clausona list --refresh`)"
+    return f" (resets in {_duration(w.resets_at - now)})"
+
+
+def quota_problems(
+    profile: Profile, max_usage: float, model: str | None = None, now: float | None = None
+) -> list[str]:
+    """What the defaults hold against this profile's quota; empty when it is fine. With
+    ``now``, each window over the limit says when it resets."""
     if profile.is_api:
         return []
     q = profile.quota
@@ -380,9 +392,15 @@ def quota_problems(profile: Profile, max_usage: float, model: str | None = None)
         meaning = _QUOTA_STATE_MEANING.get(q.state, "its quota is not readable")
         problems.append(f"quota state {q.state}: {meaning}")
     if q.session is not None and q.session.used_percent >= max_usage:
-        problems.append(f"5H usage {_pct(q.session.used_percent)} >= maxUsage {_pct(max_usage)}")
+        problems.append(
+            f"5H usage {_pct(q.session.used_percent)} >= maxUsage {_pct(max_usage)}"
+            + _resets(q.session, now)
+        )
     if q.weekly is not None and q.weekly.used_percent >= max_usage:
-        problems.append(f"7D usage {_pct(q.weekly.used_percent)} >= maxUsage {_pct(max_usage)}")
+        problems.append(
+            f"7D usage {_pct(q.weekly.used_percent)} >= maxUsage {_pct(max_usage)}"
+            + _resets(q.weekly, now)
+        )
     if (
         model
         and q.scoped is not None
@@ -391,7 +409,7 @@ def quota_problems(profile: Profile, max_usage: float, model: str | None = None)
     ):
         problems.append(
             f"{q.scoped.label} limit {_pct(q.scoped.used_percent)} >= maxUsage "
-            f"{_pct(max_usage)} (model {model})"
+            f"{_pct(max_usage)} (model {model})" + _resets(q.scoped, now)
         )
     return problems
 
@@ -416,7 +434,7 @@ def assess(
     names = pool if pool is not None else settings.workers
     if names is not None and not _in_pool(profile, names):
         reasons.append(pool_label if pool is not None else "not in workers")
-    reasons.extend(quota_problems(profile, settings.max_usage, model))
+    reasons.extend(quota_problems(profile, settings.max_usage, model, now))
     q = profile.quota
     if q is not None and not profile.is_api:
         if q.is_stale(now, stale_after):
@@ -715,7 +733,7 @@ def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> Pla
             f"{p.name} is the coordinator's own profile: the worker spends the coordinator's "
             "limits and can stall it"
         )
-    for problem in quota_problems(p, settings.max_usage, model):
+    for problem in quota_problems(p, settings.max_usage, model, now):
         warnings.append(f"{p.name}: {problem}: the worker may stop at a usage limit")
     if pool is not None and not _in_pool(p, pool):
         warnings.append(f"{p.name}: {ctx.pool_label}")
