@@ -16,11 +16,13 @@ The rules, in order:
    - skip a subscription whose quota state is not ``ok`` (or is unknown), or whose 5H or 7D usage
      is at or over ``maxUsage``; a scoped (per-model) limit at or over ``maxUsage`` excludes only
      that model on that profile;
-   - same tool as the coordinator when the task does not say and nobody named the pool;
+   - same tool as the coordinator when the task does not say and nobody named the pool (a
+     preference: another tool's profile is used when none of the coordinator's has room);
    - wide mechanical work to API profiles, exploratory work to subscriptions (API profiles have
-     small context windows);
-   - spread: the profile carrying the fewest workers first, then the most headroom, then the
-     name (so ties are broken the same way every time);
+     small context windows), other work to either; each a preference, not a limit;
+   - spread: the profile carrying the fewest workers first, then a subscription before an API
+     endpoint, then the most headroom, then the name (so ties break the same way every time);
+   - a stale reading is used and said (``stale_after`` seconds, default 15 minutes);
    - a checker runs on a third profile, neither the checked worker's nor the coordinator's.
 4. When no profile is eligible, the row says so (with each profile's reason) instead of guessing.
 """
