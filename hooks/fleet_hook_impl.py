@@ -137,7 +137,11 @@ class _Context:
 
             line = _encode_object(fields).encode() + b"\n"
             path = self.home + "/hook-errors.log"
-            fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
+            try:
+                fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
+            except FileNotFoundError:
+                _make_dirs(self.home)
+                fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 if posix.fstat(fd).st_size < ERROR_LOG_LIMIT:
@@ -172,7 +176,6 @@ def _run(ctx: _Context, ts: float, env: _Environ) -> None:
     complete = True
     if worker is not None:
         if not is_worker_id(worker):
-            ctx.worker = None
             _drain_stdin()
             raise HookFailure(f"FLEET_WORKER {worker[:80]!r} is not a valid worker id")
     else:

@@ -320,6 +320,15 @@ class TestWriteFailures:
         })
         assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
 
+    def test_failure_before_any_home_exists_is_still_reported(
+        self, hook: Hook, tmp_path: Path
+    ) -> None:
+        fresh = tmp_path / "fresh-home"
+        hook.run(CLAUDE["Stop"], env={"FLEET_HOME": str(fresh), "FLEET_WORKER": "NOPE"})
+        lines = (fresh / "hook-errors.log").read_bytes().splitlines()
+        assert len(lines) == 1 and b"not a valid worker id" in lines[0]
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
+
     def test_error_log_stops_growing(self, hook: Hook) -> None:
         hook.errors.write_bytes(b"x" * (1 << 20) + b"\n")
         before = hook.errors.stat().st_size
