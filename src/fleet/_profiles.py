@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final
@@ -30,9 +31,14 @@ def clausona_binary(env: Mapping[str, str] | None = None) -> str:
     return env.get(CLAUSONA_ENV) or "clausona"
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def _error_line(stderr: str, stdout: str) -> str:
-    """clausona reports errors on stderr as ``  ✖ <message>``; keep just the message."""
-    lines = [ln.strip() for ln in (stderr or stdout).splitlines() if ln.strip()]
+    """clausona reports errors on stderr as ``  ✖ <message>``; keep just the message (without
+    colour codes, which a forced-colour terminal setting can leave in)."""
+    text = _ANSI.sub("", stderr or stdout)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     marked = [ln for ln in lines if ln.startswith("✖")]
     line = (marked or lines or [""])[-1]
     return line.removeprefix("✖").strip()

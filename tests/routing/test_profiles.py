@@ -283,3 +283,11 @@ def test_coordinator_tool_is_guessed_from_the_environment() -> None:
     assert detect_coordinator_tool({"CLAUDECODE": "1"}) == "claude"
     assert detect_coordinator_tool({"CODEX_SANDBOX": "seatbelt"}) == "codex"
     assert detect_coordinator_tool({}) == "claude"
+
+
+def test_clausona_colour_codes_and_usage_lines_are_dropped_from_errors() -> None:
+    stderr = "\x1b[31m  ✖ Unknown option: --x\x1b[39m\nRun `clausona list --help` for usage.\n"
+    runner = MockRunner(lambda argv, opts: (1, "", stderr))
+    with pytest.raises(ToolError) as err:
+        load_profiles(runner=runner)
+    assert str(err.value) == "clausona list failed (exit 1): Unknown option: --x"

@@ -11,6 +11,7 @@ having launched nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -110,6 +111,7 @@ def check_run(done: Completed) -> Completed:
 
 
 def _last_marked(text: str, mark: str) -> str:
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(mark)]
     return lines[-1].removeprefix(mark).strip() if lines else ""
 
