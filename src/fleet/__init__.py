@@ -1,6 +1,7 @@
 """fleet: know at once which of your coding agents needs you, check their work, and retire them
 without losing a line."""
 
+from fleet._check import CheckResult, check_worker
 from fleet._clock import Clock, MockClock, SystemClock
 from fleet._core.events import (
     Checked,
@@ -32,9 +33,12 @@ from fleet._errors import (
     UnknownWorker,
 )
 from fleet._fleet import Fleet
+from fleet._report import ReportLine, build_report, format_report
+from fleet._retire import Retirer
 
 __all__ = [
     "STATES",
+    "CheckResult",
     "Checked",
     "Clock",
     "Envelope",
@@ -54,8 +58,10 @@ __all__ = [
     "Policy",
     "Refused",
     "Registered",
+    "ReportLine",
     "RetireRefused",
     "Retired",
+    "Retirer",
     "Seen",
     "SettingsError",
     "Started",
@@ -67,8 +73,11 @@ __all__ = [
     "Unreadable",
     "Vanished",
     "WorkerState",
+    "build_report",
+    "check_worker",
     "find_envelope",
     "fold",
+    "format_report",
     "parse_mark",
     "validate_worker_id",
 ]
