@@ -42,7 +42,7 @@ from fleet._liveness import DeathWatch
 from fleet._store import Folded, load_folded
 
 Backend = Literal["auto", "native", "polling"]
-SWEEP_INTERVAL: Final = 5.0
+SWEEP_INTERVAL: Final = 15.0
 #: How long a dead process's worker may take to journal its own exit before fleet calls it
 #: vanished (a supervisor writes ``exited`` a few milliseconds after its child ends).
 VANISH_GRACE: Final = 2.0

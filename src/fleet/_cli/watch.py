@@ -91,7 +91,13 @@ def wait_json(result: WaitResult) -> dict[str, Any]:
 def cmd_wait(args: argparse.Namespace) -> int:
     with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
         result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout)
-        now = fleet.clock.now()
+        # Print before the watcher threads are stopped and joined: the coordinator reads the
+        # output, not the exit.
+        _print_wait(args, result, fleet.clock.now())
+    return Exit.TIMEOUT if result.timed_out else Exit.OK
+
+
+def _print_wait(args: argparse.Namespace, result: WaitResult, now: float) -> None:
     if args.json:
         print_json(wait_json(result))
     elif result.timed_out:
@@ -107,7 +113,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
                 print(f"  last message: {one_line(state.message, 200)}")
         marks = " ".join(s.mark for s in result.attention)
         print(f"when handled, pass: --seen {marks}")
-    return Exit.TIMEOUT if result.timed_out else Exit.OK
+    sys.stdout.flush()
 
 
 def transition_json(t: Transition) -> dict[str, Any]:
