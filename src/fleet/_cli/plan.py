@@ -23,8 +23,8 @@ from fleet._plan import load_task_file, plan_json, plan_tasks
 from fleet._profiles import coordinator_profile, detect_coordinator_tool, load_profiles
 
 PROFILES_HELP = """\
-Read from `clausona list --json` ($FLEET_CLAUSONA names the binary), or from a file holding
-that output (--profiles FILE or $FLEET_PROFILES)."""
+Profiles are read from `clausona list --json` ($FLEET_CLAUSONA names the binary), or from a
+file holding that output (--profiles FILE or $FLEET_PROFILES)."""
 
 SETTINGS_HELP = """\
 Settings live in ~/.clausona/fleet.json (or --settings FILE, or $FLEET_SETTINGS). When only
@@ -69,6 +69,11 @@ TASKS.toml:
   model = "sonnet"            # optional
   kind = "wide-mechanical"    # optional: default | wide-mechanical | exploratory
   checker_of = "other"        # optional: this task checks that one
+
+examples:
+  fleet plan tasks.toml                          # a table, then whether it needs your OK
+  fleet plan tasks.toml --json                   # rows with profile, model, configDir, launch
+  fleet plan tasks.toml --assign docs=claude:glm --use claude:work --use claude:glm
 
 """
 
