@@ -584,14 +584,16 @@ class Supervisor:
                 left = None if deadline is None else max(0.0, deadline - self.clock.monotonic())
                 code = self._wait(proc, left)
                 if code is None:
+                    # Journal the verdict before the agent hears of it: a terminated agent
+                    # still runs its SessionEnd hook, and the state must say why it ended
+                    # (stopped, timeout), not merely that its session ended.
                     reason = "stopped" if self.stopping() else "timeout"
-                    code = self._terminate(proc)
-                    _killpg(proc.pid, signal.SIGKILL)
-                    return self._exited(
-                        _partial(spec.tool, stem, code, self.clock.now()),
-                        reason=reason,
-                        code=exit_status(code),
+                    event = self._exited(
+                        _partial(spec.tool, stem, None, self.clock.now()), reason=reason, code=None
                     )
+                    self._terminate(proc)
+                    _killpg(proc.pid, signal.SIGKILL)
+                    return event
                 # Whatever the agent left behind in its group (background shells) ends with it.
                 _killpg(proc.pid, signal.SIGTERM)
             outcome = parse_output(
