@@ -249,7 +249,15 @@ CASES = [
         profiles=(MAIN, sub("claude:a", state="expired")),
         tasks=(T("t1", profile="A"),),
         expect={"t1": "claude:a"},
-        says={"t1": "quota state expired"},
+        says={"t1": "quota state expired: its sign-in lapsed, so the numbers are an old "
+              "reading: its real usage is unknown"},
+    ),
+    Case(
+        id="a named profile without credentials is used, with a warning",
+        profiles=(MAIN, sub("claude:a", state="missing")),
+        tasks=(T("t1", profile="claude:a"),),
+        expect={"t1": "claude:a"},
+        says={"t1": "may not be able to sign in"},
     ),
     Case(
         id="the coordinator's own profile, when named, is used with a warning",

@@ -736,7 +736,7 @@ def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> Pla
             "limits and can stall it"
         )
     for problem in quota_problems(p, settings.max_usage, model, now):
-        warnings.append(f"{p.name}: {problem}: the worker may stop at a usage limit")
+        warnings.append(f"{p.name}: {problem}: {_risk(problem)}")
     if pool is not None and not _in_pool(p, pool):
         warnings.append(f"{p.name}: {ctx.pool_label}")
     if checked is not None and checked.profile == p.name:
@@ -744,6 +744,15 @@ def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> Pla
     warnings.extend(_notes(p, settings, now, model, stale_after))
     warnings.extend(_kind_warnings(task, p))
     return _row(task, p, "named by the user", warnings, named=True)
+
+
+def _risk(problem: str) -> str:
+    """What running on a profile anyway risks, for one of :func:`quota_problems`' findings."""
+    if problem.startswith("quota state missing"):
+        return "the worker may not be able to sign in"
+    if problem.startswith(("quota state", "no quota")):
+        return "its real usage is unknown, so the worker may stop at a usage limit"
+    return "the worker may stop at a usage limit"
 
 
 def _notes(
