@@ -50,7 +50,7 @@ def test_trust_writes_the_profiles_trust_file(rig: Rig) -> None:
 
 
 def test_start_registers_the_worker_with_its_handles(rig: Rig) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     state = rig.fleet.state("w1")
     assert state.adapter == rig.adapter.name
     assert state.profile == "claude:work"
@@ -86,13 +86,13 @@ def test_a_brief_starting_with_a_dash_is_never_taken_as_an_option(rig: Rig) -> N
 
 
 def test_read_shows_the_screen(rig: Rig) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     text = rig.adapter.read(ws, lines=50)
     assert isinstance(text, str) and text.strip()
 
 
 def test_send_delivers_a_follow_up_file_and_journals_it(rig: Rig) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     follow = rig.brief(f"Also fix the {MARKER}-2 typo. $(rm -rf /)\n", "follow-1.md")
     rig.adapter.send(ws, follow)
     assert f"{MARKER}-2" not in rig.runner.argv_text()
@@ -103,7 +103,7 @@ def test_send_delivers_a_follow_up_file_and_journals_it(rig: Rig) -> None:
 
 
 def test_send_refuses_a_missing_file(rig: Rig, tmp_path: Path) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     with pytest.raises(FileNotFoundError):
         rig.adapter.send(ws, tmp_path / "nope.md")
 
@@ -132,7 +132,7 @@ def test_hand_over_starts_another_profile_in_the_same_workspace(any_rig: Rig) ->
 
 
 def test_close_ends_the_terminal_and_keeps_the_worktree(rig: Rig) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     rig.adapter.close(ws)
     info = rig.adapter.describe(ws)
     assert info.get("status") == "ended" or info.get("agent_status") == "absent"
@@ -140,7 +140,7 @@ def test_close_ends_the_terminal_and_keeps_the_worktree(rig: Rig) -> None:
 
 
 def test_describe_reports_what_the_host_sees(rig: Rig) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     info = rig.adapter.describe(ws)
     assert info["host"] == rig.adapter.name
     if rig.kind.startswith("superset"):
@@ -150,7 +150,7 @@ def test_describe_reports_what_the_host_sees(rig: Rig) -> None:
 
 
 def test_delete_refuses_unpushed_or_dirty_work_then_deletes_once_pushed(rig: Rig) -> None:
-    ws, spec = rig.started("w1")
+    ws, _spec = rig.started("w1")
     wt = ws.worktree
     (wt / "work.txt").write_text("work\n")
     with pytest.raises(Refused, match="uncommitted"):

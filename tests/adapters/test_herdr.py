@@ -1,0 +1,239 @@
+"""herdr specifics: the folder-trust answer, the error codes that need a decision, the builds."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from fleet._errors import Refused, ToolError
+from fleet._runner import MockRunner
+from fleet.adapters._base import Workspace
+from fleet.adapters.herdr import (
+    AgentBlocked,
+    DirtyWorktree,
+    HerdrAdapter,
+    HerdrError,
+    HerdrTimeout,
+    PromptStalled,
+    agent_name,
+)
+from tests.adapters.conftest import CLAUSONA, Rig, git, make_rig
+from tests.conftest import Repo
+
+
+@pytest.fixture
+def herdr(tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    yield from make_rig("herdr", tmp_path, repo, monkeypatch)
+
+
+@pytest.fixture(params=["herdr", "herdr-0.8.0"])
+def both_builds(
+    request: pytest.FixtureRequest, tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Rig]:
+    yield from make_rig(request.param, tmp_path, repo, monkeypatch)
+
+
+def scenario(rig: Rig, **knobs: Any) -> None:
+    path = rig.tmp / "herdr" / "state.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = json.loads(path.read_text()) if path.exists() else {}
+    state.setdefault("scenario", {}).update(knobs)
+    path.write_text(json.dumps(state))
+
+
+def calls(rig: Rig, *prefix: str) -> list[list[str]]:
+    return [c for c in rig.herdr_state()["calls"] if c[: len(prefix)] == list(prefix)]
+
+
+def new_workspace(rig: Rig, worker: str = "w1") -> Workspace:
+    return rig.adapter.create_workspace(worker, repo=rig.repo.path, base="main", label="Docs")
+
+
+def test_launch_runs_clausona_in_the_pane_and_names_the_agent(herdr: Rig) -> None:
+    ws, spec = herdr.started("w1")
+    (run,) = calls(herdr, "pane", "run")
+    assert run[2] == ws.handle["pane"]
+    assert shlex.split(run[3]) == [CLAUSONA, "run", "claude:work", "--", "--permission-mode",
+                                   "acceptEdits", "--model", "sonnet"]
+    assert calls(herdr, "agent", "rename") == [["agent", "rename", ws.handle["pane"], "w1"]]
+    (prompt,) = calls(herdr, "agent", "prompt")
+    assert prompt[3] == f"Read the brief in {spec.brief} and do what it says."
+    assert "--wait" in prompt
+
+
+def test_worktree_create_labels_and_never_focuses(herdr: Rig) -> None:
+    new_workspace(herdr)
+    (create,) = calls(herdr, "worktree", "create")
+    assert create[create.index("--label") + 1] == "Docs"
+    assert "--no-focus" in create
+    assert create[create.index("--branch") + 1] == "fleet/w1"
+
+
+def test_folder_trust_is_answered_for_this_worktree(herdr: Rig) -> None:
+    scenario(herdr, trust_prompt=True)
+    ws, _spec = herdr.started("w1")
+    assert calls(herdr, "agent", "send-keys") == [["agent", "send-keys", "w1", "down", "enter"]]
+    assert herdr.adapter.describe(ws)["agent_status"] == "working"
+
+
+def test_folder_trust_for_another_folder_is_left_to_the_user(herdr: Rig) -> None:
+    scenario(herdr, trust_prompt=True, trust_path="/home/someone/elsewhere")
+    ws = new_workspace(herdr)
+    spec = herdr.spec("w1", herdr.brief("Brief.\n"))
+    with pytest.raises(Refused, match="not its worktree"):
+        herdr.adapter.start(ws, spec)
+    assert calls(herdr, "agent", "send-keys") == []
+    assert calls(herdr, "agent", "prompt") == []
+
+
+def test_codex_trust_is_answered_with_enter(herdr: Rig) -> None:
+    scenario(herdr, trust_prompt=True)
+    ws = new_workspace(herdr)
+    spec = attrs.evolve(herdr.spec("w1", herdr.brief("Brief.\n")), tool="codex",
+                        profile="codex:work")
+    herdr.adapter.start(ws, spec)
+    assert calls(herdr, "agent", "send-keys") == [["agent", "send-keys", "w1", "enter"]]
+
+
+def test_a_stalled_prompt_is_reported_and_not_resent(herdr: Rig) -> None:
+    scenario(herdr, stall=True)
+    ws = new_workspace(herdr)
+    spec = herdr.spec("w1", herdr.brief("Brief.\n"))
+    with pytest.raises(PromptStalled, match="read its screen before sending again"):
+        herdr.adapter.start(ws, spec)
+    assert len(calls(herdr, "agent", "prompt")) == 1
+    assert herdr.fleet.state("w1").adapter == "herdr"
+
+
+def test_a_stall_after_delivery_counts_as_started(herdr: Rig) -> None:
+    scenario(herdr, stall_delivered=True)
+    ws, _spec = herdr.started("w1")
+    assert herdr.adapter.describe(ws)["agent_status"] == "working"
+    assert len(calls(herdr, "agent", "prompt")) == 1
+
+
+def test_a_blocked_agent_gets_no_prompt_on_any_build(both_builds: Rig) -> None:
+    herdr = both_builds
+    ws, _spec = herdr.started("w1")
+    path = herdr.tmp / "herdr" / "state.json"
+    state = json.loads(path.read_text())
+    state["agents"][ws.handle["pane"]]["status"] = "blocked"
+    path.write_text(json.dumps(state))
+    follow = herdr.brief("More.\n", "follow.md")
+    with pytest.raises(AgentBlocked, match="answer it in its pane"):
+        herdr.adapter.send(ws, follow)
+    assert str(follow) not in herdr.adapter.read(ws)
+    assert len(calls(herdr, "agent", "prompt")) == 1
+
+
+def test_agent_blocked_from_herdr_itself_is_mapped(tmp_path: Path) -> None:
+    """0.8.2 answers agent_blocked even when the agent turned blocked after fleet looked."""
+
+    def handler(argv: tuple[str, ...], _o: Any) -> tuple[int, str, str]:
+        if argv[1:3] == ("agent", "get"):
+            info = {"agent": {"name": "w1", "agent_status": "idle"}}
+            return 0, json.dumps({"id": "cli:agent:get", "result": {"type": "agent_info",
+                                                                   **info}}), ""
+        err = {"id": "x", "error": {"code": "agent_blocked", "message": "agent is blocked"}}
+        return 1, "", json.dumps(err)
+
+    adapter = HerdrAdapter(runner=MockRunner(handler))
+    with pytest.raises(AgentBlocked) as info:
+        adapter.prompt("w1", "Read the brief in /x and do what it says.")
+    assert info.value.code == "agent_blocked"
+
+
+def test_a_prompt_timeout_is_a_timeout(herdr: Rig) -> None:
+    scenario(herdr, prompt_timeout=True)
+    ws = new_workspace(herdr)
+    with pytest.raises(HerdrTimeout) as info:
+        herdr.adapter.start(ws, herdr.spec("w1", herdr.brief("Brief.\n")))
+    assert isinstance(info.value, TimeoutError)
+
+
+def test_herdr_refuses_to_remove_a_dirty_worktree(herdr: Rig) -> None:
+    ws = new_workspace(herdr)
+    (ws.worktree / "scratch.txt").write_text("x\n")
+    with pytest.raises(DirtyWorktree) as info:
+        herdr.adapter._call("worktree", "remove", "--workspace", ws.handle["workspace"])
+    assert isinstance(info.value, Refused)
+    assert info.value.code == "dirty_worktree_requires_force"
+    assert ws.worktree.is_dir()
+
+
+def test_delete_maps_herdrs_own_refusal_without_forcing(tmp_path: Path, repo: Repo) -> None:
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "fleet/w1", str(wt))
+    git(wt, "push", "-q", "-u", "origin", "HEAD")
+
+    def handler(argv: tuple[str, ...], _o: Any) -> tuple[int, str, str]:
+        if argv[0] == "git":
+            import subprocess
+
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+            return done.returncode, done.stdout, done.stderr
+        assert "--force" not in argv
+        err = {"id": "x", "error": {"code": "dirty_worktree_requires_force", "message": "dirty"}}
+        return 1, "", json.dumps(err)
+
+    adapter = HerdrAdapter(runner=MockRunner(handler))
+    ws = Workspace(worktree=wt, branch="fleet/w1", handle={"workspace": "w1", "agent": "w1"})
+    with pytest.raises(DirtyWorktree, match="never forces"):
+        adapter.delete(ws)
+
+
+def test_usage_errors_say_the_build_may_be_older(herdr: Rig) -> None:
+    with pytest.raises(HerdrError, match="usage error") as info:
+        herdr.adapter._call("agent", "frobnicate")
+    assert info.value.code == "usage"
+
+
+def test_server_errors_carry_their_code(herdr: Rig) -> None:
+    with pytest.raises(HerdrError) as info:
+        herdr.adapter.agent("nobody")
+    assert info.value.code == "agent_not_found"
+    assert "nobody" in str(info.value)
+
+
+def test_no_agent_showing_up_reports_the_screen(herdr: Rig) -> None:
+    scenario(herdr, no_agent=True)
+    herdr.adapter.start_timeout = 0.2  # type: ignore[union-attr]
+    ws = new_workspace(herdr)
+    with pytest.raises(HerdrError, match="command not found"):
+        herdr.adapter.start(ws, herdr.spec("w1", herdr.brief("Brief.\n")))
+
+
+def test_a_herdr_command_that_hangs_is_a_timeout() -> None:
+    def handler(argv: tuple[str, ...], _o: Any) -> tuple[int, str, str]:
+        raise ToolError("herdr timed out after 60s")
+
+    with pytest.raises(HerdrTimeout):
+        HerdrAdapter(runner=MockRunner(handler)).agents()
+
+
+def test_hand_over_names_the_new_agent_apart_and_closes_the_old_pane(herdr: Rig) -> None:
+    ws, spec = herdr.started("w1")
+    handle = herdr.adapter.hand_over(ws, attrs.evolve(spec, profile="claude:side"))
+    assert handle["agent"] == "w1-2"
+    assert calls(herdr, "pane", "close") == [["pane", "close", ws.handle["pane"]]]
+    (split,) = calls(herdr, "pane", "split")
+    assert split[split.index("--cwd") + 1] == str(ws.worktree)
+    note = next(ws.worktree.glob(".fleet-handover-*.md"))
+    assert str(spec.brief) in note.read_text()
+    # the note is ignored by git: the worktree stays clean for the retire checks
+    assert git(ws.worktree, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    ("worker", "name"),
+    [("w1", "w1"), ("Docs.Fix", "docs-fix"), ("7up", "w7up"), ("a" * 64, "a" * 32)],
+)
+def test_agent_names_fit_herdrs_rule(worker: str, name: str) -> None:
+    assert agent_name(worker) == name
+    assert len(agent_name(worker, 12)) <= 32
