@@ -22,6 +22,7 @@ from fleet._core.events import (
 from fleet._core.fold import Envelope, ExitInfo, Policy, WorkerState, find_envelope, fold
 from fleet._core.ids import Mark, parse_mark, validate_worker_id
 from fleet._core.machine import STATES, State
+from fleet._core.routing import Choices, Plan, PlanRow, Profile, Quota, QuotaWindow, Settings, Task
 from fleet._errors import (
     FleetError,
     InvalidMark,
@@ -33,13 +34,17 @@ from fleet._errors import (
     UnknownWorker,
 )
 from fleet._fleet import Fleet
+from fleet._plan import TaskFile, load_task_file, load_tasks, plan_tasks
+from fleet._profiles import coordinator_profile, find_profile, load_profiles
 from fleet._report import ReportLine, build_report, format_report
 from fleet._retire import Retirer
+from fleet._settings import load_settings
 
 __all__ = [
     "STATES",
     "CheckResult",
     "Checked",
+    "Choices",
     "Clock",
     "Envelope",
     "Event",
@@ -55,7 +60,12 @@ __all__ = [
     "JournalError",
     "Mark",
     "MockClock",
+    "Plan",
+    "PlanRow",
     "Policy",
+    "Profile",
+    "Quota",
+    "QuotaWindow",
     "Refused",
     "Registered",
     "ReportLine",
@@ -63,10 +73,13 @@ __all__ = [
     "Retired",
     "Retirer",
     "Seen",
+    "Settings",
     "SettingsError",
     "Started",
     "State",
     "SystemClock",
+    "Task",
+    "TaskFile",
     "ToolError",
     "UnknownEvent",
     "UnknownWorker",
@@ -75,9 +88,16 @@ __all__ = [
     "WorkerState",
     "build_report",
     "check_worker",
+    "coordinator_profile",
     "find_envelope",
+    "find_profile",
     "fold",
     "format_report",
+    "load_profiles",
+    "load_settings",
+    "load_task_file",
+    "load_tasks",
     "parse_mark",
+    "plan_tasks",
     "validate_worker_id",
 ]
