@@ -29,12 +29,16 @@ from typing import Any, Final, TextIO
 import attrs
 import orjson
 
-from fleet._check import check_worker
-from fleet._core.fold import WorkerState
-from fleet._fleet import Fleet
+from fleet import (
+    Fleet,
+    ReportLine,
+    Retirer,
+    WorkerState,
+    build_report,
+    check_worker,
+    format_report,
+)
 from fleet._hooks import hook_command
-from fleet._report import ReportLine, build_report, format_report
-from fleet._retire import Retirer
 
 #: How long the whole demo may take before it gives up (it normally takes a few seconds).
 DEADLINE: Final = 50.0

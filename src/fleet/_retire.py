@@ -300,7 +300,7 @@ class Retirer:
 
 
 def _moved(old: str, new: str | None) -> str:
-    return f"HEAD moved since the check ({old[:7]} -> {(new or '?')[:7]})"
+    return f"HEAD moved since the check ({old[:7]} -> {(new or '?')[:7]}): check again"
 
 
 def _one_line(exc: BaseException) -> str:

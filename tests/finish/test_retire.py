@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 
 from fleet import Fleet, Retired, RetireRefused
 from fleet._cli import main
-from fleet._retire import Candidate, Retirer
+from fleet._retire import Candidate, Retirer, confirm_on_tty
 from fleet.adapters import WorktreeDeleter, get_deleter
 from tests.conftest import Repo, git
 from tests.finish._helpers import add_worktree, commit, finished_worker, ls_refs, push, register
@@ -162,8 +163,10 @@ def test_cli_ask_mode_needs_confirmation(
     with Fleet() as fleet:
         path = finished_worker(fleet, repo, "w9")
     assert main(["retire", "w9"]) == 4
-    err = capsys.readouterr().err
-    assert "pass --yes" in err
+    out = capsys.readouterr().out
+    assert "retire mode is ask; these would be retired" in out
+    assert "w9: kept: not confirmed: retire mode is ask and there is no terminal" in out
+    assert "pass --yes" in out
     assert path.exists()
     assert main(["retire", "w9", "--yes", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -207,3 +210,17 @@ def test_snapshot_ref_survives_the_remote_branch_being_deleted(repo: Repo, home:
     git(repo.path, "gc", "-q", "--prune=now")
     assert git(repo.path, "cat-file", "-t", head) == "commit"
     assert os.fspath(path) not in git(repo.path, "worktree", "list")
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "expected"), [("y\n", True), ("yes\n", True), ("\n", False),
+                                                  ("n\n", False)])
+def test_confirm_on_a_terminal(answer: str, expected: bool) -> None:
+    out = _Tty()
+    assert confirm_on_tty("retire? [y/N] ", stdin=_Tty(answer), stdout=out) is expected
+    assert out.getvalue() == "retire? [y/N] "
+    assert confirm_on_tty("retire?", stdin=io.StringIO(answer), stdout=out) is None

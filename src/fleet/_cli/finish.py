@@ -21,6 +21,7 @@ from fleet._retire import (
     mode_from_settings,
 )
 
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "check",
@@ -195,16 +196,16 @@ def cmd_retire(args: argparse.Namespace) -> int:
                 candidates.append(judged)
             else:
                 outcomes.append(judged)
-        confirmed = True
+        confirmed: bool | None = True
         if candidates and mode == "ask" and not args.yes:
             confirmed = _ask(candidates, args.json)
         for candidate in candidates:
             if confirmed:
                 outcomes.append(retirer.retire(candidate))
             else:
+                why = "not confirmed" if confirmed is False else NO_TERMINAL
                 outcomes.append(Outcome(
-                    worker=candidate.worker, retired=False,
-                    reason="not confirmed (retire mode ask)",
+                    worker=candidate.worker, retired=False, reason=why,
                     worktree=str(candidate.worktree), branch=candidate.branch,
                     head=candidate.head, upstream=candidate.upstream,
                 ))
@@ -224,19 +225,20 @@ def cmd_retire(args: argparse.Namespace) -> int:
     return Exit.OK if all(o.retired for o in outcomes) else Exit.REFUSED
 
 
-def _ask(candidates: list[Candidate], as_json: bool) -> bool:
+NO_TERMINAL = (
+    "not confirmed: retire mode is ask and there is no terminal to confirm on "
+    "(pass --yes to confirm, or --mode auto)"
+)
+
+
+def _ask(candidates: list[Candidate], as_json: bool) -> bool | None:
+    """y/N on the terminal; None when there is none to ask on."""
     out = sys.stderr if as_json else sys.stdout
     out.write("retire mode is ask; these would be retired (worktree removed, branch kept):\n")
     for c in candidates:
         out.write(f"  {describe_candidate(c)}\n")
     out.flush()
-    answer = confirm_on_tty(f"retire {len(candidates)} worker(s)? [y/N] ", stdout=out)
-    if answer is None:
-        raise Refused(
-            "retire mode is ask and there is no terminal to confirm on: "
-            "pass --yes to confirm, or --mode auto"
-        )
-    return answer
+    return confirm_on_tty(f"retire {len(candidates)} worker(s)? [y/N] ", stdout=out)
 
 
 # -- report --------------------------------------------------------------------------------
