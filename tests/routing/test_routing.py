@@ -380,6 +380,8 @@ def test_row_fields_for_an_api_profile() -> None:
         (Settings(routing=("claude:a only for docs",)), (T("t1"),), Choices(), False),
         (Settings(routing=("small briefs for everyone",)), (T("t1"),), Choices(), True),
         (Settings(routing=("glmx is not any profile",)), (T("t1"),), Choices(), True),
+        (Settings(routing=("by default, keep main work small",)), (T("t1"),), Choices(), True),
+        (Settings(routing=("claude:main never edits",)), (T("t1"),), Choices(), False),
     ],
 )
 def test_needs_ok_unless_a_profile_was_named(

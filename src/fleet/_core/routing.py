@@ -556,11 +556,23 @@ class Plan:
         raise KeyError(task)
 
 
+#: Bare profile names that are also everyday words: rules text must use the full name
+#: (``claude:work``) for them to count as naming a profile, so "by default ..." names nothing.
+_COMMON_WORDS: Final = frozenset(
+    {"default", "main", "work", "personal", "primary", "home", "api", "test", "new", "old"}
+)
+
+
 def _mentions(text: str, profile: Profile) -> bool:
+    """Whether the user's rules text names ``profile``: its full name, or its bare name as a
+    whole word unless that is an everyday word (``keep GLM off src/`` names ``claude:glm``)."""
     low = text.lower()
     if profile.name.lower() in low:
         return True
-    return re.search(rf"(?<![\w:-]){re.escape(profile.short.lower())}(?![\w-])", low) is not None
+    short = profile.short.lower()
+    if short in _COMMON_WORDS:
+        return False
+    return re.search(rf"(?<![\w:-]){re.escape(short)}(?![\w-])", low) is not None
 
 
 def plan(
