@@ -913,6 +913,7 @@ def start_worker(
     runner: Runner | None = None,
     clock: Clock | None = None,
     options: HeadlessOptions | None = None,
+    start_timeout: float = 60.0,
 ) -> WorkerState:
     """Start a headless worker: create its worktree and branch ``fleet/<worker>`` from
     ``base`` (default: the repository's HEAD), register it, and launch the agent on the brief
@@ -920,7 +921,11 @@ def start_worker(
 
     Give a clausona ``profile``, or an ``endpoint`` with ``key_from`` (``env:NAME``,
     ``command:CMD``, ``keyring:SERVICE/USER``) for an isolated config dir; neither runs the
-    tool's default config."""
+    tool's default config.
+
+    Claude workers on one profile start one at a time: this waits (up to ``start_timeout``)
+    until every other worker of the profile that is still starting up has journaled its first
+    event, because a starting Claude Code rewrites the profile's state file."""
     validate_worker_id(worker)
     brief = Path(task).absolute()
     _prompt(brief)  # refuse a missing or empty brief before anything is created
@@ -938,6 +943,8 @@ def start_worker(
     adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
     if _journal.exists(adapter.home, worker):
         raise Refused(f"worker {worker} already exists; pick another id")
+    if profile and (":" not in profile or profile.startswith("claude:")) and tool == "claude":
+        wait_for_profile(profile, home=adapter.home, timeout=start_timeout)
     repo_path = Path(repo).absolute()
     ref = base or "HEAD"
     spec = LaunchSpec(
@@ -1025,17 +1032,44 @@ def wait_started(
     ``started`` (SessionStart or any hook), or its run ended. False on timeout."""
     path = resolve_home(home)
     reader = _journal.JournalReader(_journal.require(path, worker))
-    started = False
+    followed: bool | None = None  # did anything follow the latest `started`?
     end = time.monotonic() + timeout
     while True:
         for _, event in reader.read():
             if isinstance(event, Started):
-                started = True
-            elif started or isinstance(event, Exited):
-                return True
+                followed = False
+            elif followed is not None or isinstance(event, Exited):
+                followed = True
+        if followed:
+            return True
         if time.monotonic() >= end:
             return False
         sleep(0.1)
+
+
+def wait_for_profile(
+    profile: str, *, home: str | os.PathLike[str] | None = None, timeout: float = 60.0
+) -> list[str]:
+    """Wait until no worker on ``profile`` is starting up (launched, no event from its agent
+    yet); returns the workers waited for. A worker that takes longer than ``timeout`` is no
+    longer waited for."""
+    from fleet._fleet import Fleet
+
+    with Fleet(home) as fleet:
+        states = fleet.status()
+    adapter = HeadlessAdapter(home=home)
+    busy = [
+        s.worker
+        for s in states
+        if s.profile == profile
+        and s.adapter == NAME
+        and s.last_event in ("registered", "started", "handed_over")
+        and adapter.supervisor_alive(s.worker)
+    ]
+    end = time.monotonic() + timeout
+    for worker in busy:
+        wait_started(worker, home=home, timeout=max(0.0, end - time.monotonic()))
+    return busy
 
 
 __all__: Sequence[str] = (
@@ -1049,6 +1083,7 @@ __all__: Sequence[str] = (
     "run_tasks",
     "start_worker",
     "stop_worker",
+    "wait_for_profile",
     "wait_started",
 )
 
@@ -1150,7 +1185,6 @@ def run_tasks(
     if taken:
         raise Refused(f"worker {', '.join(taken)} already exists; rename the task(s)")
     running: list[str] = []
-    last_on_profile: dict[str, str] = {}
     started: list[WorkerState] = []
     for item in launches:
         while True:
@@ -1158,8 +1192,6 @@ def run_tasks(
             if len(running) < max_parallel:
                 break
             time.sleep(poll)
-        if item.profile and item.tool == "claude" and item.profile in last_on_profile:
-            wait_started(last_on_profile[item.profile], home=adapter.home, timeout=start_timeout)
         state = start_worker(
             item.worker,
             task=item.brief,
@@ -1174,11 +1206,10 @@ def run_tasks(
             runner=runner,
             clock=clock,
             options=opts,
+            start_timeout=start_timeout,
         )
         started.append(state)
         running.append(item.worker)
-        if item.profile:
-            last_on_profile[item.profile] = item.worker
         if on_start is not None:
             on_start(state)
     return FanOutResult(started=tuple(started), skipped=tuple(skipped), warnings=tuple(warnings))
