@@ -1,0 +1,146 @@
+"""superset status, workspace show, workspace read: what the app hosting a worker sees."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from fleet._cli._common import Exit, add_json, print_json
+from fleet._errors import SettingsError
+from fleet._fleet import Fleet
+from fleet.adapters._base import Workspace
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "superset",
+        help="how fleet reaches Superset (CLI or host service), and its agent configs",
+        description="fleet drives Superset through the `superset` CLI when `superset auth "
+        "whoami` succeeds, else through the local host service found in "
+        "~/.superset/host/*/manifest.json ($SUPERSET_HOME_DIR). The host's token is never "
+        "printed.",
+    )
+    ssub = p.add_subparsers(dest="superset_command", metavar="COMMAND", title="commands")
+    s = ssub.add_parser(
+        "status",
+        help="the route in use and the projects it sees",
+        description="Print the route (cli or host), the host endpoint on the host route, and "
+        "how many projects Superset knows.",
+    )
+    _route_arg(s)
+    add_json(s)
+    s.set_defaults(run=cmd_superset_status)
+    s = ssub.add_parser(
+        "configs",
+        help="agent configs that run clausona profiles, and their profiles",
+        description="List Superset's agent configs whose command is `clausona run <profile> "
+        "-- ...`, the configs fleet starts workers with. Environment values are not shown.",
+    )
+    _route_arg(s)
+    add_json(s)
+    s.set_defaults(run=cmd_superset_configs)
+
+    p = sub.add_parser(
+        "workspace",
+        help="what the app hosting a worker (Superset, herdr) reports, and its screen",
+        description="Ask the worker's adapter (from its registration: adapter, handles, "
+        "worktree) what its host sees. This is shown beside fleet's own state, never folded "
+        "into it.",
+    )
+    wsub = p.add_subparsers(dest="workspace_command", metavar="COMMAND", title="commands")
+    s = wsub.add_parser("show", help="what the host reports about a worker")
+    s.add_argument("worker")
+    add_json(s)
+    s.set_defaults(run=cmd_workspace_show)
+    s = wsub.add_parser("read", help="print the worker's screen or output")
+    s.add_argument("worker")
+    s.add_argument("--lines", type=int, default=200, metavar="N", help="lines (default 200)")
+    s.set_defaults(run=cmd_workspace_read)
+
+
+def _route_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--route",
+        choices=["auto", "cli", "host"],
+        default="auto",
+        help="auto (default): the CLI when logged in, else the host service",
+    )
+
+
+def _superset(args: argparse.Namespace) -> Any:
+    from fleet.adapters.superset import SupersetAdapter
+
+    return SupersetAdapter(route=args.route)
+
+
+def cmd_superset_status(args: argparse.Namespace) -> int:
+    info = _superset(args).status()
+    if args.json:
+        print_json(info)
+    else:
+        where = f" at {info['endpoint']}" if "endpoint" in info else ""
+        sys.stdout.write(f"superset: {info['route']} route{where}, {info['projects']} projects\n")
+    return Exit.OK
+
+
+def cmd_superset_configs(args: argparse.Namespace) -> int:
+    from fleet.adapters.superset import match_config
+
+    adapter = _superset(args)
+    rows = []
+    for config in adapter.backend.configs():
+        argv = config.get("args") or []
+        if match_config([config], str(argv[1]) if len(argv) > 1 else "") is None:
+            continue
+        rows.append(
+            {
+                "id": config.get("id"),
+                "label": config.get("label"),
+                "profile": argv[1],
+                "command": config.get("command"),
+                "args": argv,
+            }
+        )
+    if args.json:
+        print_json(rows)
+    else:
+        for row in rows:
+            sys.stdout.write(f"{row['profile']}\t{row['label']}\t{row['id']}\n")
+    return Exit.OK
+
+
+def _workspace(args: argparse.Namespace) -> tuple[Any, Workspace]:
+    from fleet.adapters import get_adapter
+
+    with Fleet(args.home) as fleet:
+        state = fleet.state(args.worker)
+    if not state.adapter or not state.worktree:
+        raise SettingsError(f"worker {args.worker} was registered without an adapter")
+    adapter = get_adapter(state.adapter)
+    workspace = Workspace(
+        worktree=Path(state.worktree),
+        branch=state.branch or "",
+        base=state.base,
+        handle={**state.handle, "worker": args.worker},
+    )
+    return adapter, workspace
+
+
+def cmd_workspace_show(args: argparse.Namespace) -> int:
+    adapter, workspace = _workspace(args)
+    info = dict(adapter.describe(workspace))
+    if args.json:
+        print_json(info)
+    else:
+        for key, value in info.items():
+            sys.stdout.write(f"{key}: {value}\n")
+    return Exit.OK
+
+
+def cmd_workspace_read(args: argparse.Namespace) -> int:
+    adapter, workspace = _workspace(args)
+    text = adapter.read(workspace, lines=args.lines)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return Exit.OK
