@@ -13,7 +13,15 @@ from fleet._cli._common import EXIT_CODES_HELP, Exit
 from fleet._errors import FleetError
 
 #: Command modules, in the order their commands appear in ``fleet --help``.
-COMMAND_MODULES: tuple[str, ...] = ("fleet._cli.core", "fleet._cli.hooks", "fleet._cli.watch", "fleet._cli.finish", "fleet._cli.plan", "fleet._cli.run", "fleet._cli.adapters")
+COMMAND_MODULES: tuple[str, ...] = (
+    "fleet._cli.core",
+    "fleet._cli.hooks",
+    "fleet._cli.watch",
+    "fleet._cli.finish",
+    "fleet._cli.plan",
+    "fleet._cli.run",
+    "fleet._cli.adapters",
+)
 
 DESCRIPTION = """\
 Know at once which of your coding agents needs you, check their work, and retire them
