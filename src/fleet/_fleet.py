@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
@@ -16,6 +17,9 @@ from fleet._errors import UnknownWorker
 from fleet._home import resolve_home
 from fleet._store import load_states
 from fleet._watch import Backend, Transition, WaitResult, Watcher
+
+if TYPE_CHECKING:
+    from fleet.adapters.headless import FanOutResult
 
 
 class Fleet:
@@ -204,3 +208,32 @@ class Fleet:
         for transition in self._open_watcher().transitions(marks, timeout):
             if names is None or transition.worker in names:
                 yield transition
+
+    # -- headless workers (fleet.adapters.headless) -----------------------------------------
+
+    def start(
+        self, worker: str, *, task: str | os.PathLike[str], repo: str | os.PathLike[str],
+        **options: Any,
+    ) -> WorkerState:
+        """Start a headless worker (``claude -p`` / ``codex exec``) in a new worktree under a
+        detached supervisor; the options are those of
+        :func:`fleet.adapters.headless.start_worker` (profile, endpoint, key_from, model,
+        small_model, tool, permission_mode, effort, base, timeout, ...)."""
+        from fleet.adapters.headless import start_worker
+
+        return start_worker(worker, task=task, repo=repo, home=self.home, clock=self.clock,
+                            **options)
+
+    def stop(self, worker: str, *, timeout: float = 30.0) -> WorkerState:
+        """Stop a headless worker; its state then reads gone(stopped)."""
+        from fleet.adapters.headless import stop_worker
+
+        return stop_worker(worker, home=self.home, clock=self.clock, timeout=timeout)
+
+    def run(self, tasks: str | os.PathLike[str], **options: Any) -> FanOutResult:
+        """Plan a TASKS.toml and start every task as a headless worker, at most
+        ``max_parallel`` at once (see :func:`fleet.adapters.headless.run_tasks`); follow with
+        :meth:`wait`."""
+        from fleet.adapters.headless import run_tasks
+
+        return run_tasks(tasks, home=self.home, clock=self.clock, **options)

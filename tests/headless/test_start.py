@@ -334,3 +334,17 @@ def test_cli_errors_are_one_line(repo: Repo, tmp_path: Path) -> None:
     done = fleet_cli("start", "x", "--task", str(brief(tmp_path)), "--repo", str(repo.path),
                      "--endpoint", "http://127.0.0.1:9")
     assert done.returncode == 1 and "key-from" in done.stderr
+
+
+def test_fleet_api_start_and_stop(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path
+) -> None:
+    fake.plan([{"sleep": 60}])
+    with Fleet(home) as fleet:
+        state = fleet.start("api-call", task=brief(tmp_path), repo=repo.path,
+                            options=fake.options())
+        assert (state.state, state.adapter) == ("starting", "headless")
+        fake.wait_running(1)
+        stopped = fleet.stop("api-call")
+        assert (stopped.state, stopped.reason) == ("gone", "stopped")
+        assert stopped.needs_attention
