@@ -270,30 +270,32 @@ def _decode(obj: Any, line: str) -> Event:
     # and key-set tests in C, and the decoded dict reused in place. ``obj`` must be ours.
     if type(obj) is not dict:
         return Unreadable(line=line or _short(obj), error="not a JSON object")
-    ts, src, kind, version = obj.get("ts"), obj.get("src"), obj.get("type"), obj.get("v")
+    raw_ts: Any = obj.get("ts")
+    src, kind, version = obj.get("src"), obj.get("type"), obj.get("v")
     if (
-        type(ts) not in _NUMBER
+        type(raw_ts) not in _NUMBER
         or type(src) is not str
         or type(kind) is not str
         or type(version) is not int
     ):
         return Unreadable(line=line or _short(obj), error="missing or invalid envelope")
+    ts = float(raw_ts)
     if src in HOOK_SOURCES:
         del obj["v"], obj["ts"], obj["src"], obj["type"]
         if not obj.keys() <= _HOOK_FIELD_SET:
             obj = {k: v for k, v in obj.items() if k in _HOOK_FIELD_SET}
-        return _new_hook_event(float(ts), src, kind, obj)
+        return _new_hook_event(ts, src, kind, obj)
     cls = TAGS.get(kind)
     if cls is None or version > SCHEMA_VERSION:
         raw = {k: v for k, v in obj.items() if k not in _ENVELOPE}
-        return UnknownEvent(ts=float(ts), src=src, type=kind, raw=raw)
+        return UnknownEvent(ts=ts, src=src, type=kind, raw=raw)
     fields = {k: v for k, v in obj.items() if k not in _ENVELOPE}
-    fields["ts"] = float(ts)
+    fields["ts"] = ts
     fields["src"] = src
     try:
         return converter.structure(fields, cls)
     except Exception as exc:  # cattrs raises several types; any of them means "unreadable"
-        return Unreadable(ts=float(ts), src=src, line=line or _short(obj), error=_one_line(exc))
+        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=_one_line(exc))
 
 
 _NUMBER: Final = (float, int)
