@@ -99,7 +99,7 @@ class HookFailure(Exception):
 
 def main(argv: list[str]) -> None:
     """Run the hook; never raises, never prints."""
-    ts = time.time()
+    ts = observed_at()
     src, home = _parse_args(argv)
     env = _Environ()
     home = env.get("FLEET_HOME") or home
@@ -150,6 +150,28 @@ class _Context:
                 posix.close(fd)
         except Exception:  # nowhere left to report to
             pass
+
+
+def observed_at() -> float:
+    """When the agent fired this hook: the wall-clock time this process was started.
+
+    Not the time now: an async hook, or any hook on a loaded machine, may get the CPU well after
+    it was spawned, and a tool event stamped late could look newer than the Stop that followed
+    it. The kernel's start time (clock ticks since boot) is turned into wall-clock time through
+    the boot-time clock; it is floored to a tick, so ties go to the earlier event."""
+    now = time.time()
+    try:
+        fd = posix.open("/proc/self/stat", posix.O_RDONLY | posix.O_CLOEXEC)
+        try:
+            stat = posix.read(fd, 4096)
+        finally:
+            posix.close(fd)
+        # Fields after "pid (comm) ": state is the first, starttime the twentieth.
+        start_ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / posix.sysconf("SC_CLK_TCK")
+    except Exception:  # not Linux, or no /proc: the time now is the best there is
+        return now
+    return now - age if 0.0 <= age < 60.0 else now
 
 
 def _parse_args(argv: list[str]) -> tuple[str, str]:

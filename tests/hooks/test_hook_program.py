@@ -336,6 +336,27 @@ class TestWriteFailures:
         assert hook.errors.stat().st_size == before
 
 
+def test_ts_is_when_the_agent_started_the_hook(hook: Hook) -> None:
+    """A hook that gets going late (async, a loaded machine) still stamps its event with the
+    time the agent spawned it, so it cannot look newer than the events that followed it."""
+    import shlex
+    import subprocess
+    import time
+
+    from fleet._hooks import hook_argv
+
+    command = "sleep 1.0; exec " + shlex.join(hook_argv("claude", home=hook.home))
+    env = {"PATH": os.environ["PATH"], "FLEET_HOME": str(hook.home),
+           "CLAUDE_PROJECT_DIR": str(hook.worktree)}
+    before = time.time()
+    subprocess.run(["/bin/sh", "-c", command], input=json.dumps(CLAUDE["Stop"]).encode(),
+                   env=env, capture_output=True, timeout=60, check=True)
+    after = time.time()
+    ts = only_event(hook).ts
+    assert after - before >= 1.0
+    assert before - 0.05 <= ts < before + 0.5
+
+
 def test_concurrent_hooks_never_tear_lines(hook: Hook) -> None:
     import concurrent.futures
 
