@@ -272,6 +272,16 @@ def test_fan_out_from_a_tasks_file(
                     "--key-from", "env:FLEET_TEST_KEY", "--json", env=coordinator_env)
     started = json.loads(out.stdout)["started"]
     assert [s["worker"] for s in started] == ["one", "two"]
+    # The coordinator follows with `fleet wait`, passing back what it has handled.
+    seen: list[str] = []
+    finished: dict[str, str] = {}
+    while set(finished) != {"one", "two"}:
+        more = ["--seen", *seen] if seen else []
+        woke = json.loads(fleet_cli("wait", "one", "two", "--timeout", "90", "--json", *more,
+                                    env=coordinator_env).stdout)
+        finished.update({a["worker"]: a["state"] for a in woke["attention"]})
+        seen += woke["seen_hint"]
+    assert finished == {"one": "done", "two": "done"}
     exits("one")
     exits("two")
     one_end = next(e.ts for e in journal("one") if isinstance(e, Exited))
