@@ -112,6 +112,27 @@ CASES: list[tuple[str, list[ev.Event], tuple[str, str]]] = [
         ("stopped", "api_error:server_error"),
     ),
     (
+        # Async tool hooks can start after the Stop hook: their later ts must not resume.
+        "async tool hook after stop",
+        [reg(), hook(2, "UserPromptSubmit"), hook(5, "Stop"), hook(5.1, "PostToolUse")],
+        ("stopped", "turn_end"),
+    ),
+    (
+        "async tool hook after session end",
+        [reg(), hook(2, "Stop"), hook(3, "SessionEnd"), hook(3.1, "PreToolUse")],
+        ("gone", "ended"),
+    ),
+    (
+        "late pre-tool hook keeps the permission dialog",
+        [reg(), hook(2, "PermissionRequest"), hook(2.1, "PreToolUse")],
+        ("blocked", "permission"),
+    ),
+    (
+        "a new prompt resumes a stopped worker",
+        [reg(), hook(2, "Stop"), hook(3, "UserPromptSubmit"), hook(4, "PreToolUse")],
+        ("working", "active"),
+    ),
+    (
         # Claude Code -p runs StopFailure and SessionEnd concurrently: either may land first.
         "api error after session end",
         [reg(), hook(3, "SessionEnd"), hook(3.01, "StopFailure", error="server_error")],

@@ -12,6 +12,10 @@ Rules beyond the table in :mod:`fleet._core.machine`:
 - Activity observed (by its ``ts``) no later than the event that entered stopped, blocked, done or
   gone does not bring the worker back to working: hooks can arrive late, or out of order when run
   async.
+- Tool hooks (async in Claude Code, so their ``ts`` can come after a later event's) never resume
+  a turn that ended (stopped, done, gone, blocked by the worker or a limit): a new prompt or
+  session does. A permission dialog is answered by the tool running (PostToolUse), not by a
+  PreToolUse that ran late.
 - An event that would enter the state and reason the worker is already in changes nothing, so a
   repeated notification does not produce a new mark.
 - A session that ends after an interruption or an API error keeps that more telling state (with
@@ -348,6 +352,26 @@ def _classify_exit(event: Exited, acc: Accumulator) -> tuple[str, str]:
     return ("end", f"exited:{event.exit_code if event.exit_code is not None else 'unknown'}")
 
 
+#: Claude Code runs these hooks async (fleet installs them so): under load one can start, and
+#: take its timestamp, after the hook of a later event (the turn's Stop, a PermissionRequest, even
+#: SessionEnd), so its ``ts`` cannot tell that it was observed earlier.
+_ASYNC_TOOL_HOOKS: Final = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+
+
+def _late_tool_hook(event: Event, acc: Accumulator) -> bool:
+    """Whether a tool hook belongs to what came before the current state: a turn that ended
+    (stopped, done, gone, the worker's own BLOCKED or a limit) resumes only with a new prompt or
+    session, and a pending permission is answered by the tool running (PostToolUse), not by
+    the PreToolUse that preceded its dialog."""
+    if not isinstance(event, HookEvent) or event.hook not in _ASYNC_TOOL_HOOKS:
+        return False
+    if acc.state in ("stopped", "done", "gone"):
+        return True
+    if acc.state == "blocked":
+        return acc.reason not in ("permission", "question") or event.hook == "PreToolUse"
+    return False
+
+
 def _touch(acc: Accumulator, ts: float) -> None:
     # A late hook (async, or delayed) must not move the clock of quiet backwards.
     if acc.last_activity is None or ts > acc.last_activity:
@@ -479,6 +503,9 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         acc.ignored += 1
         return acc
     if trigger == "activity" and acc.state not in ("starting", "working") and event.ts <= acc.since:
+        acc.ignored += 1
+        return acc
+    if trigger == "activity" and _late_tool_hook(event, acc):
         acc.ignored += 1
         return acc
     if trigger == "end" and acc.state == "stopped" and acc.reason != "turn_end":
