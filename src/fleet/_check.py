@@ -25,7 +25,7 @@ import attrs
 
 from fleet._core.events import Checked
 from fleet._core.fold import WorkerState
-from fleet._errors import ToolError
+from fleet._errors import Refused, ToolError
 from fleet._fleet import Fleet
 from fleet._git import Commit, Git, GitError, StatusEntry, Upstream
 from fleet._runner import Runner
@@ -214,6 +214,8 @@ def check_worker(
 ) -> CheckResult:
     """Check a worker's work in its registered worktree and journal the verdict."""
     state = fleet.state(worker)
+    if state.state == "retired":
+        raise Refused(f"{worker} is retired: its worktree is gone, there is nothing to check")
     git = Git(runner)
     result = evaluate(git, state, base=base, commands=commands, timeout=timeout)
     if journal:

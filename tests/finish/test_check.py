@@ -60,3 +60,15 @@ def test_cli_check_exit_codes(repo: Repo, home: Path, capsys: object) -> None:
         register(fleet, "bad1", path, "fleet/bad1")
     assert main(["check", "ok1"]) == 0
     assert main(["check", "bad1", "--json"]) == 4
+
+
+def test_checking_a_retired_worker_is_refused(repo: Repo, home: Path, capsys: object) -> None:
+    from fleet._retire import Retirer
+
+    with Fleet() as fleet:
+        finished_worker(fleet, repo, "gone1")
+        assert Retirer(fleet).retire_worker("gone1").retired
+        events = len(fleet.log("gone1"))
+    assert main(["check", "gone1"]) == 4
+    with Fleet() as fleet:
+        assert len(fleet.log("gone1")) == events  # nothing journaled

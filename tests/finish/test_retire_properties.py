@@ -30,6 +30,7 @@ REMOTE_STORIES = (
     "remote moved on, fetched",
     "remote moved on, not fetched",
     "remote rewound",
+    "remote branch deleted and pruned",  # the tracking ref is gone too
 )
 
 
@@ -102,6 +103,9 @@ def build(root: Path, s: GitState) -> tuple[Path, Path, Path, str]:
             bare(repo.remote, "update-ref", f"refs/heads/{branch}", extra)
             if story.endswith(", fetched"):
                 git(wt, "fetch", "-q", "origin")
+        elif story == "remote branch deleted and pruned":
+            bare(repo.remote, "update-ref", "-d", f"refs/heads/{branch}")
+            git(wt, "fetch", "-q", "--prune", "origin")
         elif story == "remote rewound":
             bare(repo.remote, "update-ref", f"refs/heads/{branch}", f"{branch}~1")
     if s.modified:
