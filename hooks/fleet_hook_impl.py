@@ -19,8 +19,6 @@ The journal append mirrors ``fleet._journal.append_line``: directories 0700, fil
 ``O_APPEND``, an exclusive ``flock`` and one ``write(2)`` of the whole line.
 """
 
-from __future__ import annotations
-
 import posix
 import time
 
@@ -28,7 +26,8 @@ import time
 # more than the rest of this program: the hook uses the posix module beneath it and plain strings
 # for paths. _json and fcntl are imported where they are used: a non-worker never needs them.
 
-# typing and collections.abc are costly imports: they are for the type checker only.
+# typing and collections.abc are costly imports: they are for the type checker only, and the
+# annotations that name them are strings (``from __future__ import annotations`` is an import too).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -192,7 +191,7 @@ def _parse_args(argv: list[str]) -> tuple[str, str]:
     return src, home
 
 
-def _run(ctx: _Context, ts: float, env: _Environ) -> None:
+def _run(ctx: _Context, ts: float, env: "_Environ") -> None:
     worker = env.get("FLEET_WORKER")
     payload: dict[str, Any] | None = None
     complete = True
@@ -366,7 +365,7 @@ def _drain_stdin() -> None:
         pass
 
 
-def _read_payload() -> tuple[dict[str, Any], bool]:
+def _read_payload() -> "tuple[dict[str, Any], bool]":
     data, complete = _read_stdin(READ_LIMIT)
     return parse_payload(data), complete
 
@@ -393,7 +392,7 @@ class _ScanContext:
 _WHITESPACE = " \t\n\r"
 
 
-def parse_payload(data: bytes) -> dict[str, Any]:
+def parse_payload(data: bytes) -> "dict[str, Any]":
     """The top-level members of a JSON object, as many as can be read.
 
     Members are read one at a time, so a payload cut short (or broken half-way) still yields every
@@ -439,7 +438,9 @@ def _skip(text: str, i: int, n: int) -> int:
 # -- the journal line --------------------------------------------------------------------------
 
 
-def select_fields(payload: dict[str, Any], *, detail: bool = False) -> list[tuple[str, Any]]:
+def select_fields(
+    payload: "dict[str, Any]", *, detail: bool = False
+) -> "list[tuple[str, Any]]":
     """The bounded fields of a payload that go into the journal, in HOOK_FIELDS order."""
     out: list[tuple[str, Any]] = []
     for key in HOOK_FIELDS:
@@ -470,7 +471,7 @@ def select_fields(payload: dict[str, Any], *, detail: bool = False) -> list[tupl
     return out
 
 
-def _cut_message(value: Any) -> Any:
+def _cut_message(value: "Any") -> "Any":
     if not isinstance(value, str) or len(value) <= LAST_MESSAGE_LIMIT:
         return value
     gap = "\n…\n"
@@ -479,7 +480,7 @@ def _cut_message(value: Any) -> Any:
 
 
 def encode_line(
-    ts: float, src: str, event: str, payload: dict[str, Any], *, detail: bool = False
+    ts: float, src: str, event: str, payload: "dict[str, Any]", *, detail: bool = False
 ) -> bytes:
     """One journal line, newline included: the envelope, then the selected fields."""
     fields: list[tuple[str, Any]] = [
@@ -496,7 +497,7 @@ class _Raw(str):
     """Already-encoded JSON."""
 
 
-def _encode_object(fields: Iterable[tuple[str, Any]]) -> str:
+def _encode_object(fields: "Iterable[tuple[str, Any]]") -> str:
     parts = []
     for key, value in fields:
         encoded = _encode_value(value)
@@ -515,7 +516,7 @@ def _encode_text(text: str) -> str:
     return _json.encode_basestring_ascii(text)
 
 
-def _encode_value(value: Any, depth: int = 0) -> str | None:
+def _encode_value(value: "Any", depth: int = 0) -> str | None:
     """Compact JSON for scalars and small nested values; None for what cannot be encoded."""
     if isinstance(value, _Raw):
         return str(value)
@@ -550,7 +551,7 @@ def _encode_value(value: Any, depth: int = 0) -> str | None:
 # -- the opt-in detail summary -----------------------------------------------------------------
 
 
-def summarize_tool_input(payload: dict[str, Any]) -> dict[str, Any] | None:
+def summarize_tool_input(payload: "dict[str, Any]") -> "dict[str, Any] | None":
     """A short, redacted picture of a tool call: the input's keys and the start of a shell
     command with anything that looks like a secret replaced."""
     tool_input = payload.get("tool_input")

@@ -45,6 +45,33 @@ def test_field_list_is_the_codecs() -> None:
     assert load_impl().HOOK_FIELDS == events.HOOK_FIELDS
 
 
+@pytest.mark.parametrize("where", ["worker", "elsewhere"])
+def test_loads_nothing_costly(hook: Hook, where: str) -> None:
+    """The hook runs on every tool call: os, re, json, typing and friends cost more to import
+    than everything the hook does."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import fleet_hook_impl as m; "
+        "m.main(['--tool', 'claude']); sys.stderr.write(' '.join(sorted(sys.modules)))"
+    )
+    project = hook.worktree if where == "worker" else hook.elsewhere
+    env = {"FLEET_HOME": str(hook.home), "CLAUDE_PROJECT_DIR": str(project)}
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", program, str(hook_script_path().parent)],
+        input=json.dumps(CLAUDE["PreToolUse (Bash)"]).encode(), env=env,
+        capture_output=True, timeout=60, check=True,
+    )
+    loaded = set(proc.stderr.decode().split())
+    costly = {"os", "re", "json", "typing", "pathlib", "collections", "argparse", "contextlib",
+              "functools", "enum", "__future__"} & loaded
+    assert costly == set()
+    assert len(hook.lines()) == (1 if where == "worker" else 0)
+    if where == "elsewhere":
+        assert not {"_json", "fcntl"} & loaded
+
+
 def test_worker_id_rule_is_the_cores() -> None:
     impl = load_impl()
     from fleet._core.ids import is_worker_id

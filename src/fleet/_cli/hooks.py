@@ -107,7 +107,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "projects[PATH].hasTrustDialogAccepted; Codex: config.toml [projects.\"PATH\"] "
         "trust_level), then read it back, writing again if a starting agent rewrote the "
         "file. With --check, only report: exit 0 when trusted, 4 when not.",
-        epilog=TARGETS_HELP.replace("  --all-profiles     every clausona profile\n", ""),
+        epilog=TARGETS_HELP.replace("  --all-profiles     every clausona profile\n", "").replace(
+            "at least one; each may be repeated", "exactly one"
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_targets(p, many=False)
