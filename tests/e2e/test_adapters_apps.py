@@ -1,0 +1,177 @@
+"""One real worker per app-hosted adapter: the fake app (the Superset host service behind the
+fake `superset` CLI, or the fake `herdr`) launches the real Claude Code CLI through the fake
+`clausona run <profile> -- ...` in the worker's worktree; fleet's hooks, installed with
+`fleet hooks install --config-dir`, drive the worker to done; the adapter's guarded delete
+refuses while the branch is unpushed and succeeds once it is pushed."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet._errors import Refused
+from fleet._fleet import Fleet
+from fleet._runner import Completed, SubprocessRunner
+from fleet.adapters._base import LaunchSpec, Workspace
+from fleet.adapters.herdr import HerdrAdapter
+from fleet.adapters.superset import SupersetAdapter, workspace_name
+from tests.adapters.superset_fake import FakeSupersetHost
+
+from ..conftest import Repo
+from .binaries import Agents
+from .fake_anthropic import FakeAnthropic
+from .harness import ClaudeSetup, install_hooks
+from .script import bash, say
+
+pytestmark = pytest.mark.e2e
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+CLAUSONA = str(FAKES / "clausona")
+WORKER = "e2e-w1"
+DONE = "FLEET_WORKER_DONE: added hello.txt"
+
+
+class EnvRunner(SubprocessRunner):
+    """The real runner with the agent's environment added (model endpoint, PATH to node)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | None = None,
+        timeout: float | None = 60.0,
+    ) -> Completed:
+        merged = {**os.environ, **self.env, **(env or {})}
+        return super().run(argv, cwd=cwd, env=merged, input=input, timeout=timeout)
+
+
+def clausona_state(tmp: Path, claude: ClaudeSetup, agents: Agents) -> Path:
+    path = tmp / "clausona.json"
+    usage = {"cost": 0, "inputTokens": 0, "outputTokens": 0}
+    path.write_text(json.dumps({
+        "profiles": [{
+            "name": "claude:work", "tool": "claude", "email": "w@example.invalid",
+            "configDir": str(claude.config_dir), "isPrimary": False, "isActive": False,
+            "today": usage, "week": usage, "month": usage, "total": usage,
+        }],
+        "binaries": {"claude": str(agents.claude)},
+    }))
+    return path
+
+
+def prepare(claude: ClaudeSetup, anthropic: FakeAnthropic, tmp: Path) -> Path:
+    install_hooks(claude)
+    anthropic.script([
+        bash("echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello'"),
+        say(f"Committed hello.txt.\n{DONE}"),
+    ])
+    brief = tmp / "brief.md"
+    brief.write_text("Add hello.txt containing 'hello' and commit it.\n")
+    return brief
+
+
+def wait_done(fleet: Fleet, worker: str, timeout: float = 180.0) -> Any:
+    deadline = time.monotonic() + timeout
+    state = fleet.state(worker)
+    while time.monotonic() < deadline:
+        state = fleet.state(worker)
+        if state.state in ("done", "gone", "blocked", "stopped"):
+            return state
+        time.sleep(0.5)
+    raise AssertionError(f"{worker} never finished: {state.state} ({state.reason})")
+
+
+def finish_and_retire(adapter: Any, fleet: Fleet, ws: Workspace, repo: Repo) -> None:
+    state = wait_done(fleet, WORKER)
+    assert (state.state, state.envelope.kind if state.envelope else None) == ("done", "done"), (
+        state, adapter.read(ws)
+    )
+    assert state.adapter == adapter.name
+    assert (ws.worktree / "hello.txt").read_text() == "hello\n"
+    assert "FLEET_WORKER_DONE" in adapter.read(ws)
+    # unpushed: the guard refuses and the worktree stays
+    with pytest.raises(Refused, match="no upstream"):
+        adapter.delete(ws)
+    assert (ws.worktree / "hello.txt").exists()
+    subprocess.run(["git", "-C", str(ws.worktree), "push", "-q", "-u", "origin", "HEAD"],
+                   check=True)
+    adapter.delete(ws)
+    assert not ws.worktree.exists()
+    assert repo.git("ls-remote", "origin", "fleet/e2e-w1")
+
+
+def test_superset_worker_runs_real_claude_to_done(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, agents: Agents, repo: Repo, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    brief = prepare(claude, anthropic, tmp_path)
+    home = tmp_path / "superset-home"
+    monkeypatch.setenv("SUPERSET_HOME_DIR", str(home))
+    monkeypatch.setenv("FAKE_SUPERSET_LOGGED_IN", "1")
+    agent_env = claude.env(CLAUSONA_FAKE=str(clausona_state(tmp_path, claude, agents)))
+    host = FakeSupersetHost(home, spawn=True, env=agent_env).start()
+    try:
+        host.add_project(repo.path, "demo")
+        host.add_config("Claude · work", CLAUSONA,
+                        ["run", "claude:work", "--", "--permission-mode", "bypassPermissions",
+                         "-p"])
+        fleet = Fleet()
+        adapter = SupersetAdapter(runner=SubprocessRunner(), fleet=fleet,
+                                  superset=str(FAKES / "superset"), superset_home=home)
+        assert adapter.route == "cli"
+        ws = adapter.create_workspace(WORKER, repo=repo.path, base="main",
+                                      label=workspace_name("Hello", "work"))
+        spec = LaunchSpec(worker=WORKER, brief=brief, profile="claude:work",
+                          config_dir=claude.config_dir)
+        adapter.trust(ws, spec)
+        handle = adapter.start(ws, spec)
+        ws = Workspace(worktree=ws.worktree, branch=ws.branch, base=ws.base, handle=dict(handle))
+        finish_and_retire(adapter, fleet, ws, repo)
+        # the worker ran on the profile, through clausona, with one line naming the brief
+        session = host.sessions[handle["terminal"]]
+        assert session.argv[:3] == [CLAUSONA, "run", "claude:work"]
+        assert session.argv[-1] == f"Read the brief in {brief} and do what it says."
+    finally:
+        host.stop()
+
+
+def test_herdr_worker_runs_real_claude_to_done(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, agents: Agents, repo: Repo, tmp_path: Path,
+) -> None:
+    brief = prepare(claude, anthropic, tmp_path)
+    state = tmp_path / "herdr" / "state.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"scenario": {"exec": True}}))
+    env = claude.env(
+        CLAUSONA_FAKE=str(clausona_state(tmp_path, claude, agents)),
+        HERDR_FAKE_STATE=str(state),
+    )
+    fleet = Fleet()
+    adapter = HerdrAdapter(runner=EnvRunner(env), fleet=fleet, herdr=str(FAKES / "herdr"),
+                           clausona=CLAUSONA, poll=0.1)
+    try:
+        ws = adapter.create_workspace(WORKER, repo=repo.path, base="main", label="Hello · work")
+        spec = LaunchSpec(worker=WORKER, brief=brief, profile="claude:work",
+                          permission_mode="bypassPermissions", config_dir=claude.config_dir)
+        adapter.trust(ws, spec)
+        handle = adapter.start(ws, spec)
+        ws = Workspace(worktree=ws.worktree, branch=ws.branch, base=ws.base, handle=dict(handle))
+        finish_and_retire(adapter, fleet, ws, repo)
+    finally:
+        for agent in json.loads(state.read_text()).get("agents", {}).values():
+            if agent.get("pid"):
+                with contextlib.suppress(OSError):
+                    os.killpg(agent["pid"], 15)
