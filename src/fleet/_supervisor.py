@@ -520,6 +520,17 @@ class Supervisor:
             code = proc.wait() if isinstance(proc, subprocess.Popen) else proc.poll()
         return code
 
+    def _linger(self, pgid: int, seconds: float) -> None:
+        """Wait until the process group is empty, at most ``seconds``."""
+        for _ in range(max(1, int(seconds / 0.05))):
+            if self.stopping():
+                return
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+
     # journaling -------------------------------------------------------------------------
 
     def _journal(self, event: Started | Exited) -> None:
@@ -594,7 +605,9 @@ class Supervisor:
                     self._terminate(proc)
                     _killpg(proc.pid, signal.SIGKILL)
                     return event
-                # Whatever the agent left behind in its group (background shells) ends with it.
+                # Whatever the agent left behind in its group (background shells) ends with
+                # it, after a moment for its last hooks (some run async) to finish writing.
+                self._linger(proc.pid, 2.0)
                 _killpg(proc.pid, signal.SIGTERM)
             outcome = parse_output(
                 spec.tool,

@@ -5,7 +5,8 @@ the last step repeats), ``count`` (runs so far), ``calls.jsonl`` (one line per r
 cwd, the variables fleet sets, a sha256 of every variable that may carry a key, whether stdin is
 /dev/null). A step: ``result`` (text), ``error`` (an API status: the run fails with it),
 ``exit`` (exit code), ``sleep`` (seconds, after writing ``running-<n>``), ``session``,
-``stderr``, ``commit`` (a file name to commit in the cwd), ``raw`` (stdout as is).
+``stderr``, ``commit`` (a file name to commit in the cwd), ``raw`` (stdout as is),
+``background`` (seconds: leave a ``sleep`` running behind, its pid in ``background-<n>``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main() -> int:
     if "sleep" in step:
         (state / f"running-{n}").write_text(str(os.getpid()))
         time.sleep(step["sleep"])
+    if "background" in step:
+        child = subprocess.Popen(["sleep", str(step["background"])], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        (state / f"background-{n}").write_text(str(child.pid))
     if "commit" in step:
         Path(step["commit"]).write_text(f"work {n}\n")
         subprocess.run(["git", "add", step["commit"]], check=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from fleet import Fleet
 from fleet._core.events import Exited, Started
+from fleet._proc import is_alive
 from fleet._supervisor import RunSpec, Supervisor, dump_spec, load_spec
 
 from .conftest import FakeAgent, wait_for
@@ -195,3 +196,13 @@ def test_missing_executable_is_a_clear_exit(home: Path, fake: FakeAgent, tmp_pat
     done = run(Supervisor(spec(home, fake, tmp_path, argv=(str(tmp_path / "nope"), "-p"))))
     assert (done.exit_code, done.reason) == (127, "error")
     assert done.result is not None and "cannot start" in done.result
+
+
+def test_what_the_agent_left_running_ends_with_it(
+    home: Path, fake: FakeAgent, tmp_path: Path
+) -> None:
+    fake.plan([{"background": 60, "result": "FLEET_WORKER_DONE: left a server up"}])
+    done = run(Supervisor(spec(home, fake, tmp_path)))
+    assert done.is_error is False
+    orphan = int((fake.dir / "background-1").read_text())
+    assert wait_for(lambda: not is_alive(orphan, None), 10, "the orphan to end")
