@@ -22,7 +22,7 @@ import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -266,6 +266,8 @@ def read_toml(path: Path) -> tuple[tomlkit.TOMLDocument, bytes | None]:
 # -- merging hook entries ----------------------------------------------------------------------
 
 Position = tuple[str, int, int]  # event, group index, handler index
+#: A change to a hooks table: the new table and where each of the user's handlers moved.
+Merge = Callable[[Mapping[str, Any]], tuple[dict[str, Any], dict[Position, Position]]]
 
 
 def _hooks_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -404,7 +406,8 @@ def trust_key(hooks_file: Path, position: Position) -> str:
     return f"{hooks_file}:{snake_case(event)}:{gi}:{hi}"
 
 
-def _trust_state(doc: tomlkit.TOMLDocument, *, create: bool) -> Any:
+def _trust_state(doc: tomlkit.TOMLDocument, *, create: bool, path: Path | None = None) -> Any:
+    where = path or "config.toml"
     hooks = doc.get("hooks")
     if hooks is None:
         if not create:
@@ -412,7 +415,7 @@ def _trust_state(doc: tomlkit.TOMLDocument, *, create: bool) -> Any:
         hooks = tomlkit.table(is_super_table=True)
         doc["hooks"] = hooks
     if not isinstance(hooks, dict):
-        raise SettingsError("config.toml: 'hooks' is not a table; left it untouched")
+        raise SettingsError(f"{where}: 'hooks' is not a table; left it untouched")
     state = hooks.get("state")
     if state is None:
         if not create:
@@ -420,7 +423,7 @@ def _trust_state(doc: tomlkit.TOMLDocument, *, create: bool) -> Any:
         state = tomlkit.table(is_super_table=True)
         hooks["state"] = state
     if not isinstance(state, dict):
-        raise SettingsError("config.toml: 'hooks.state' is not a table; left it untouched")
+        raise SettingsError(f"{where}: 'hooks.state' is not a table; left it untouched")
     return state
 
 
@@ -509,7 +512,7 @@ def uninstall(target: Target) -> Change:
     return _apply(target, strip_fleet)
 
 
-def _apply(target: Target, change: Any) -> Change:
+def _apply(target: Target, change: Merge) -> Change:
     path = target.hooks_file
     data, raw = read_json_object(path)
     hooks = _hooks_table(data, path)
@@ -517,7 +520,7 @@ def _apply(target: Target, change: Any) -> Change:
     toml_raw: bytes | None = None
     if target.tool == "codex":
         doc, toml_raw = read_toml(target.config_toml)  # refuse a bad config before any write
-        _trust_state(doc, create=False)
+        _trust_state(doc, create=False, path=target.config_toml)
     old_fleet = fleet_positions(hooks)
     new_hooks, moves = change(hooks)
     new_data = dict(data)
@@ -640,7 +643,7 @@ def _codex_trust_problems(
 ) -> tuple[list[str], list[str]]:
     try:
         doc, _ = read_toml(target.config_toml)
-        state = _trust_state(doc, create=False)
+        state = _trust_state(doc, create=False, path=target.config_toml)
     except SettingsError as exc:
         return [p[0] for p in positions], [str(exc)]
     problems: list[str] = []
