@@ -182,6 +182,10 @@ class FakeSupersetHost:
         if project is None:
             raise TRPCError(404, f"Project not found: {data.get('projectId')}", "NOT_FOUND")
         branch = str(data.get("branch") or "")
+        for ws in self.workspaces.values():
+            if ws["projectId"] == project["id"] and ws["branch"] == branch:
+                return {"workspace": {k: ws[k] for k in ("id", "name", "branch", "projectId")},
+                        "alreadyExists": True}
         slug = branch.replace("/", "-")
         path = self.root / "worktrees" / project["name"] / slug
         argv = ["git", "worktree", "add", "-b", branch, str(path)]

@@ -376,3 +376,13 @@ def test_fake_host_rejects_a_missing_token(tmp_path: Path) -> None:
         assert response.status_code == 401
     finally:
         fake.stop()
+
+
+@pytest.mark.parametrize("kind", ["superset-cli", "superset-host"])
+def test_an_existing_workspace_on_the_branch_is_never_reused(
+    kind: str, tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for rig in make_rig(kind, tmp_path, repo, monkeypatch):
+        rig.adapter.create_workspace("w1", repo=rig.repo.path, base="main", label="x")
+        with pytest.raises(Refused, match="does not reuse"):
+            rig.adapter.create_workspace("w1", repo=rig.repo.path, base="main", label="y")

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import httpx
 
-from fleet._errors import SettingsError, ToolError
+from fleet._errors import Refused, SettingsError, ToolError
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -209,6 +209,11 @@ class HostBackend:
         if base:
             body["baseBranch"] = base
         result = self.host.mutate("workspaces.create", body) or {}
+        if result.get("alreadyExists"):
+            raise Refused(
+                f"Superset already has a workspace on branch {branch}; fleet does not reuse "
+                "another worker's workspace (pick another worker id)"
+            )
         return dict(result.get("workspace") or result)
 
     def workspace(self, workspace: str) -> dict[str, Any]:
@@ -318,6 +323,11 @@ class CLIBackend:
         if base:
             args += ["--base-branch", base]
         result = self._json(("workspaces", "create"), *args) or {}
+        if result.get("alreadyExists"):
+            raise Refused(
+                f"Superset already has a workspace on branch {branch}; fleet does not reuse "
+                "another worker's workspace (pick another worker id)"
+            )
         return dict(result.get("workspace") or result)
 
     def workspace(self, workspace: str) -> dict[str, Any]:

@@ -1,0 +1,57 @@
+"""`fleet workspace show|read` and `fleet superset status|configs`, through the adapter a
+worker was registered with (the fakes first on PATH, as the real tools would be)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet._cli import main
+from tests.adapters.conftest import FAKES, Rig, make_rig
+from tests.conftest import Repo
+
+
+@pytest.fixture(autouse=True)
+def _fakes_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.fixture
+def superset(tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    yield from make_rig("superset-host", tmp_path, repo, monkeypatch)
+
+
+def test_workspace_show_and_read_ask_the_registered_adapter(
+    rig: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _ws, spec = rig.started("w1")
+    assert main(["workspace", "show", "w1", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["host"] == rig.adapter.name
+    assert main(["workspace", "read", "w1", "--lines", "20"]) == 0
+    screen = capsys.readouterr().out
+    assert str(spec.brief) in screen or "Write the docs." in screen
+
+
+def test_workspace_show_of_an_unknown_worker_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["workspace", "show", "nobody"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("fleet: ") and err.count("\n") == 1
+
+
+def test_superset_configs_lists_profiles_without_env(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["superset", "configs", "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out)
+    assert sorted(r["profile"] for r in rows) == ["claude:side", "claude:work"]
+    assert "SECRETISH" not in out
+    assert main(["superset", "status"]) == 0
+    assert capsys.readouterr().out.startswith("superset: host route at http://127.0.0.1:")
