@@ -131,7 +131,7 @@ def test_three_workers_at_once(
 ) -> None:
     flaky.script([
         bash("echo fixed > fix.txt && git add fix.txt && git commit -qm 'fix the thing'",
-             delay=2.0),
+             delay=4.0),
         say("Committed the fix.\nFLEET_WORKER_DONE: fixed the thing in fix.txt"),
     ], key="task-alpha")
     flaky.script([say("I cannot go on.\nFLEET_WORKER_BLOCKED: need the API spec")],
@@ -144,7 +144,9 @@ def test_three_workers_at_once(
     for name in ("alpha", "beta", "gamma"):
         task = brief(tmp_path, name, f"task-{name}: do the {name} work.\n")
         fleet_cli("start", name, "--task", str(task), *common, env=coordinator_env)
-    # The coordinator (each `fleet start`) has exited; the supervisors carry on.
+    # The coordinator (each `fleet start`) has exited while alpha's agent still works; the
+    # supervisors carry on and journal the outcome.
+    assert not any(isinstance(e, Exited) for e in journal("alpha"))
     started = wait_for_journal("alpha", lambda evs: any(isinstance(e, Started) for e in evs))
     agent = next(e for e in started if isinstance(e, Started))
     supervisor = json.loads((home / "workers/alpha/headless/supervisor.json").read_text())

@@ -15,7 +15,7 @@ import pytest
 
 from fleet import Fleet
 from fleet._core.events import Exited, FollowUpSent, Registered, Started
-from fleet._errors import Refused, SettingsError
+from fleet._errors import Refused, SettingsError, ToolError
 from fleet._keys import KeyUnavailable
 from fleet._proc import is_alive
 from fleet.adapters._base import Workspace
@@ -348,3 +348,12 @@ def test_fleet_api_start_and_stop(
         stopped = fleet.stop("api-call")
         assert (stopped.state, stopped.reason) == ("gone", "stopped")
         assert stopped.needs_attention
+
+
+def test_a_missing_agent_cli_is_refused_before_anything_is_made(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path
+) -> None:
+    opts = fake.options(claude=str(tmp_path / "no-such-claude"))
+    with pytest.raises(ToolError, match=r"no-such-claude not found: is .* installed"):
+        start_worker("nocli", task=brief(tmp_path), repo=repo.path, options=opts)
+    assert not (repo.path.parent / "repo.fleet" / "nocli").exists()

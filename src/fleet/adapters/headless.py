@@ -940,6 +940,7 @@ def start_worker(
     )
     if opts.key_from is not None:
         resolve_key(opts.key_from, runner=runner)  # fail before creating anything
+    _require_executable(_executable(opts, profile, tool))
     adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
     if _journal.exists(adapter.home, worker):
         raise Refused(f"worker {worker} already exists; pick another id")
@@ -983,6 +984,22 @@ def start_worker(
         _undo_workspace(adapter, workspace, worker)
         raise
     return _state(adapter.home, worker, adapter.clock)
+
+
+def _executable(opts: HeadlessOptions, profile: str | None, tool: str) -> str:
+    if profile:
+        from fleet._profiles import clausona_binary
+
+        return opts.clausona or clausona_binary()
+    return opts.codex if tool == "codex" else opts.claude
+
+
+def _require_executable(name: str) -> None:
+    if shutil.which(name) is None:
+        what = {"claude": "Claude Code", "codex": "Codex", "clausona": "clausona"}.get(
+            Path(name).name, name
+        )
+        raise ToolError(f"{name} not found: is {what} installed and on PATH?")
 
 
 def _undo_workspace(adapter: HeadlessAdapter, workspace: Workspace, worker: str) -> None:
