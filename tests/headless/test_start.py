@@ -357,3 +357,14 @@ def test_a_missing_agent_cli_is_refused_before_anything_is_made(
     with pytest.raises(ToolError, match=r"no-such-claude not found: is .* installed"):
         start_worker("nocli", task=brief(tmp_path), repo=repo.path, options=opts)
     assert not (repo.path.parent / "repo.fleet" / "nocli").exists()
+
+
+def test_the_adapter_registry_builds_the_headless_adapter(home: Path) -> None:
+    from fleet._runner import SubprocessRunner
+    from fleet.adapters import Adapter, get_adapter, get_deleter
+
+    runner = SubprocessRunner()
+    adapter = get_adapter("headless", runner=runner, home=home)
+    assert isinstance(adapter, HeadlessAdapter) and isinstance(adapter, Adapter)
+    assert adapter.runner is runner and adapter.home == home
+    assert isinstance(get_deleter("headless", runner=runner), HeadlessAdapter)
