@@ -15,7 +15,7 @@ from fleet.adapters._base import LaunchSpec, Workspace
 from fleet.adapters.headless import HeadlessAdapter, run_tasks, start_worker, wait_started
 
 from ..conftest import Repo
-from .conftest import FakeAgent, wait_for
+from .conftest import KEY, FakeAgent, wait_for
 
 
 @pytest.fixture
@@ -133,3 +133,27 @@ def test_hand_over_restarts_the_task_on_another_profile(
     assert any(isinstance(e, HandedOver) for e in Fleet(home).log("h-1"))
     assert (fake.dir / "profiles").read_text().split() == ["claude:work", "claude:side"]
     assert fake.calls()[1]["cwd"] == state.worktree
+
+
+def test_hand_over_from_a_profile_to_an_endpoint(
+    home: Path, repo: Repo, fake: FakeAgent, clausona: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_KEY", KEY)
+    fake.plan([{"error": 429, "result": "rate limit"}, {"result": "FLEET_WORKER_DONE: api"}])
+    task = tmp_path / "t.md"
+    task.write_text("the task\n")
+    state = start_worker("h-2", task=task, repo=repo.path, profile="claude:work",
+                         options=fake.options(clausona=str(clausona)))
+    wait_for(lambda: [e for e in Fleet(home).log("h-2") if isinstance(e, Exited)])
+    api = HeadlessAdapter(options=fake.options(endpoint="http://127.0.0.1:9",
+                                               key_from="env:FLEET_TEST_KEY"))
+    ws = Workspace(worktree=Path(state.worktree or ""), branch="fleet/h-2",
+                   handle={"worker": "h-2"})
+    api.hand_over(ws, LaunchSpec(worker="h-2", brief=task, model="glm-5"))
+    wait_for(lambda: len([e for e in Fleet(home).log("h-2") if isinstance(e, Exited)]) == 2)
+    assert Fleet(home).state("h-2").state == "done"
+    second = fake.calls()[1]
+    assert second["env"]["CLAUDE_CONFIG_DIR"] == str(home / "workers" / "h-2" / "config")
+    assert set(second["key_sha"]) == {"ANTHROPIC_AUTH_TOKEN"}
+    assert (home / "workers" / "h-2" / "config" / "settings.json").is_file()

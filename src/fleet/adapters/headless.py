@@ -387,8 +387,10 @@ class HeadlessAdapter:
         """Start the task again on another profile or model, in the same worktree."""
         worker = _worker_of(workspace)
         self._refuse_running(worker)
-        old = self.record(worker)
-        record = self._new_record(workspace, spec, previous=old)
+        self.record(worker)
+        record = self._new_record(workspace, spec)
+        if record.config_dir is not None and not Path(record.config_dir).exists():
+            self._prepare_config(record, Path(workspace.worktree))
         pending = self._spawn(record, prompt=_prompt(Path(record.brief or spec.brief)))
         _journal.append(
             self.home,
@@ -445,9 +447,7 @@ class HeadlessAdapter:
         self._prepare_config(record, Path(workspace.worktree))
         return self._spawn(record, prompt=_prompt(spec.brief))
 
-    def _new_record(
-        self, workspace: Workspace, spec: LaunchSpec, previous: LaunchRecord | None = None
-    ) -> LaunchRecord:
+    def _new_record(self, workspace: Workspace, spec: LaunchSpec) -> LaunchRecord:
         o = self.options
         tool = spec.tool
         if spec.profile and ":" in spec.profile:
@@ -553,8 +553,9 @@ class HeadlessAdapter:
         state = self.state_dir(record.worker)
         state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         run = 1 + sum(1 for _ in state.glob("run-*.json"))
-        spec = build_run(record, home=self.home, run=run, prompt=prompt, resume=resume,
-                         output_dir=state, environ=self.environ)
+        spec = build_run(
+            record, home=self.home, run=run, prompt=prompt, resume=resume, output_dir=state
+        )
         spec_path = state / f"run-{run}.json"
         _write_private(spec_path, dump_spec(spec))
         log = os.open(
@@ -662,7 +663,6 @@ def build_run(
     prompt: str,
     output_dir: Path,
     resume: str | None = None,
-    environ: Mapping[str, str] | None = None,
 ) -> RunSpec:
     """The :class:`RunSpec` of one run: argv (without the prompt), the environment changes,
     and the retry policy."""
