@@ -21,17 +21,37 @@ from fleet._retire import (
     mode_from_settings,
 )
 
+CHECK_HELP = """\
+Check a worker's DONE claim in its registered worktree:
+  - commits exist in BASE..HEAD;
+  - the worktree is clean: modified, staged and untracked files count (ignored files do not);
+  - HEAD is on a branch with an upstream, nothing is ahead of it, and the remote itself
+    (asked with git ls-remote) has HEAD on that branch;
+  - each --cmd passes, run with `sh -c` in the worktree (the tail of its output is kept).
+The verdict, checked or failed with one finding per problem, is journaled; status, wait and
+report show it. Exit 0 when checked, 4 when failed."""
+
+RETIRE_HELP = """\
+Retire workers whose work is safely on the remote, and only those:
+  1. the worker claimed done and the claim was checked (a claim never checked is checked
+     here first, as `fleet check` would; a failed check refuses until it is checked again);
+  2. HEAD is still the commit that was checked, the worktree is clean (untracked files
+     count), and HEAD is on the remote branch its upstream names;
+  3. the worktree's state is saved to refs/fleet/WORKER/TIME in the repository;
+  4. every guard runs again, then the worker's adapter deletes the workspace, never forced
+     (`git worktree remove` for a plain worktree); the branch is kept;
+  5. the directory is confirmed gone and `retired` is journaled.
+A refusal says exactly why ("2 commits not pushed to origin/x", "untracked file notes.txt")
+and is journaled. In ask mode (the default, or the `retire` setting) the workers that would
+be retired are listed and need --yes, or a y on the terminal.
+Exit 0 when every worker asked for was retired, 4 when any was refused or kept."""
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "check",
         help="check a worker's DONE claim and journal the verdict",
-        description="Check a worker's work in its registered worktree: commits exist in "
-        "BASE..HEAD; the worktree is clean (modified, staged and untracked files count, ignored "
-        "files do not); HEAD is on a branch with an upstream, nothing ahead of it, and the "
-        "remote itself has it; each --cmd passes (run with `sh -c` in the worktree). The "
-        "verdict, checked or failed with each finding, is journaled: status, wait and report "
-        "show it. Exit 0 when checked, 4 when failed.",
+        description=CHECK_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  fleet check w1-docs --cmd 'pytest -q' --cmd 'ruff check .'",
     )
@@ -51,14 +71,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "retire",
         help="remove a checked, clean, pushed worker's worktree (never forced)",
-        description="Retire a worker that claimed done: check it first if its claim was never "
-        "checked; refuse unless the worktree is clean and HEAD is on the remote; save the "
-        "worktree's state to refs/fleet/WORKER/TIME; run every guard again; delete through the "
-        "worker's adapter (git worktree remove for a plain worktree), never forced; confirm "
-        "the directory is gone; journal `retired`. A refusal names each reason and is "
-        "journaled. The branch is kept. In ask mode (the default, or the `retire` setting) "
-        "the workers are listed and need --yes or a y on the terminal. Exit 0 when every "
-        "worker asked for was retired, 4 when any was refused or kept.",
+        description=RETIRE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  fleet retire w1-docs --yes\n  fleet retire --all-done --mode auto",
     )
