@@ -76,6 +76,14 @@ CODEX_EVENTS: Final = (
 )
 #: Codex's default timeout for a command hook, part of the trusted hash when none is set.
 CODEX_DEFAULT_TIMEOUT: Final = 600
+#: Events that take no matcher in Codex: it ignores one if given and leaves it out of the hash,
+#: so fleet writes none.
+CODEX_UNMATCHED_EVENTS: Final = frozenset({"UserPromptSubmit", "Stop", "Interrupt"})
+#: Events Codex runs on its way out: a handler's timeout defaults to 1 s there and is clamped to
+#: 3 s, and the hash holds the effective value. fleet asks for the 3 s.
+CODEX_SHORT_EVENTS: Final = frozenset({"SessionEnd", "Interrupt"})
+CODEX_SHORT_DEFAULT_TIMEOUT: Final = 1
+CODEX_SHORT_MAX_TIMEOUT: Final = 3
 MATCH_ALL: Final = "*"
 
 
@@ -331,8 +339,14 @@ def strip_fleet(hooks: Mapping[str, Any]) -> tuple[dict[str, Any], dict[Position
 
 def fleet_group(target: Target, command: str, event: str) -> dict[str, Any]:
     handler: dict[str, Any] = {"type": "command", "command": command}
-    if target.tool == "claude" and event in CLAUDE_ASYNC_EVENTS:
-        handler["async"] = True
+    if target.tool == "claude":
+        if event in CLAUDE_ASYNC_EVENTS:
+            handler["async"] = True
+        return {"matcher": MATCH_ALL, "hooks": [handler]}
+    if event in CODEX_SHORT_EVENTS:
+        handler["timeout"] = CODEX_SHORT_MAX_TIMEOUT
+    if event in CODEX_UNMATCHED_EVENTS:
+        return {"hooks": [handler]}
     return {"matcher": MATCH_ALL, "hooks": [handler]}
 
 
@@ -376,20 +390,23 @@ def snake_case(event: str) -> str:
 
 def codex_trust_hash(event: str, group: Mapping[str, Any]) -> str:
     """Codex's hash of one matcher group (as it stands in hooks.json): sha256 over the compact,
-    sorted-key JSON of the event's snake_case name, the matcher if set, and each handler with its
-    defaults filled in. Observed in Codex 0.171.0; internal to Codex and liable to change."""
+    sorted-key JSON of the event's snake_case name, the matcher (for events that take one), and
+    each handler with its effective settings (async, command, timeout, type).
+
+    Observed in Codex 0.171.0 and checked against the ``currentHash`` its app-server reports
+    (``hooks/list``). Internal to Codex and liable to change: ``status`` can ask Codex itself."""
     handlers = []
     for handler in group.get("hooks", []):
         handlers.append(
             {
                 "async": bool(handler.get("async", False)),
                 "command": handler.get("command"),
-                "timeout": handler.get("timeout", CODEX_DEFAULT_TIMEOUT),
+                "timeout": codex_timeout(event, handler.get("timeout")),
                 "type": handler.get("type", "command"),
             }
         )
     identity: dict[str, Any] = {"event_name": snake_case(event), "hooks": handlers}
-    if group.get("matcher") is not None:
+    if group.get("matcher") is not None and event not in CODEX_UNMATCHED_EVENTS:
         identity["matcher"] = group["matcher"]
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
@@ -399,6 +416,17 @@ def codex_hooks_key_path(target: Target) -> Path:
     """hooks.json as Codex names it in trust keys: under the canonical CODEX_HOME (Codex 0.171.0
     resolves a symlinked home before keying, so an unresolved key would never match)."""
     return Path(os.path.realpath(target.config_dir)) / "hooks.json"
+
+
+def codex_timeout(event: str, timeout: Any) -> Any:
+    """The timeout Codex gives a handler of ``event`` that asks for ``timeout`` (None: unset)."""
+    if event in CODEX_SHORT_EVENTS:
+        if timeout is None:
+            return CODEX_SHORT_DEFAULT_TIMEOUT
+        if isinstance(timeout, int) and not isinstance(timeout, bool):
+            return min(timeout, CODEX_SHORT_MAX_TIMEOUT)
+        return timeout
+    return CODEX_DEFAULT_TIMEOUT if timeout is None else timeout
 
 
 def trust_key(hooks_file: Path, position: Position) -> str:

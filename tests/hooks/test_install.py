@@ -250,11 +250,13 @@ class TestClaude:
 # -- Codex -------------------------------------------------------------------------------------
 
 
-def recipe_hash(event_snake: str, matcher: str | None, command: str) -> str:
-    """The trust hash recipe from REAL-CLIENTS.md, written out independently of fleet's."""
+def recipe_hash(event_snake: str, matcher: str | None, command: str, timeout: int = 600) -> str:
+    """The trust hash recipe of REAL-CLIENTS.md, written out independently of fleet's, with what
+    Codex 0.171.0's app-server (hooks/list) showed besides: the matcher of an event without
+    matchers is left out, and SessionEnd/Interrupt handlers get 1 s by default, at most 3 s."""
     identity: dict[str, Any] = {
         "event_name": event_snake,
-        "hooks": [{"async": False, "command": command, "timeout": 600, "type": "command"}],
+        "hooks": [{"async": False, "command": command, "timeout": timeout, "type": "command"}],
     }
     if matcher is not None:
         identity["matcher"] = matcher
@@ -304,9 +306,18 @@ class TestCodex:
         state = trust_state(codex)
         assert len(state) == len(CODEX_EVENTS)
         for event, groups in hooks.items():
-            assert groups == [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
+            matcher = None if event in ("UserPromptSubmit", "Stop", "Interrupt") else "*"
+            short = event in ("SessionEnd", "Interrupt")
+            handler: dict[str, Any] = {"type": "command", "command": command}
+            if short:
+                handler["timeout"] = 3
+            group: dict[str, Any] = {"hooks": [handler]}
+            if matcher:
+                group = {"matcher": matcher, **group}
+            assert groups == [group]
             key = f"{codex / 'hooks.json'}:{SNAKE[event]}:0:0"
-            assert state[key] == {"trusted_hash": recipe_hash(SNAKE[event], "*", command)}
+            digest = recipe_hash(SNAKE[event], matcher, command, 3 if short else 600)
+            assert state[key] == {"trusted_hash": digest}
         text = (codex / "config.toml").read_text()
         assert text.startswith(USER_CONFIG)  # comments and layout kept
         st = status(codex_target(codex), home=home)
@@ -376,6 +387,25 @@ class TestCodex:
         assert status(codex_target(link), home=home).will_run
         uninstall(codex_target(link))
         assert trust_state(real) == {}
+
+    @pytest.mark.parametrize(
+        ("event", "group", "identity"),
+        [
+            ("Stop", {"matcher": "*", "hooks": [{"command": "x"}]}, ("stop", None, 600)),
+            ("SessionEnd", {"hooks": [{"command": "x"}]}, ("session_end", None, 1)),
+            ("SessionEnd", {"hooks": [{"command": "x", "timeout": 5}]}, ("session_end", None, 3)),
+            ("Interrupt", {"hooks": [{"command": "x", "timeout": 2}]}, ("interrupt", None, 2)),
+            ("PreToolUse", {"matcher": "Bash", "hooks": [{"command": "x"}]},
+             ("pre_tool_use", "Bash", 600)),
+        ],
+    )
+    def test_trust_hash_of_codex_defaults(
+        self, event: str, group: dict[str, Any], identity: tuple[str, str | None, int]
+    ) -> None:
+        from fleet._hooks import codex_trust_hash
+
+        snake, matcher, timeout = identity
+        assert codex_trust_hash(event, group) == recipe_hash(snake, matcher, "x", timeout)
 
     def test_status_sees_hooks_disabled(self, tmp_path: Path, home: Path) -> None:
         codex = tmp_path / "codex"
