@@ -71,3 +71,13 @@ def test_the_demo_runs_from_a_built_wheel(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert str(site / "fleet" / "_hook" / "fleet_hook.py") in done.stdout
     assert "3 retired, 0 kept" in done.stdout
+
+
+def test_the_demo_runs_the_hook_command_fleet_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fleet._hooks import hook_command
+
+    assert main(["--home", str(tmp_path), "hooks", "command", "--tool", "claude"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == hook_command("claude", home=tmp_path)
