@@ -359,10 +359,11 @@ class ClaudeSetup:
 
     def interactive(self, tmux: Tmux, *, cwd: Path, prompt: str | None = None,
                     permission_mode: str | None = None, args: Sequence[str] = (),
-                    env: Mapping[str, str] | None = None) -> Pane:
-        """Start the TUI in a tmux pane (trusting ``cwd`` first). With ``prompt`` it is
-        submitted at once."""
-        self.trust(cwd)
+                    env: Mapping[str, str] | None = None, trust: bool = True) -> Pane:
+        """Start the TUI in a tmux pane (trusting ``cwd`` first unless ``trust`` is false).
+        With ``prompt`` it is submitted at once."""
+        if trust:
+            self.trust(cwd)
         argv = [str(self.agents.claude)]
         if permission_mode:
             argv += ["--permission-mode", permission_mode]
@@ -448,9 +449,12 @@ class CodexSetup:
                                     env=self.env(**dict(env or {})))
 
     def tui(self, tmux: Tmux, *, cwd: Path, prompt: str | None = None,
-            args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> Pane:
-        """Start the Codex TUI in a tmux pane (trusting ``cwd`` first)."""
-        self.trust(cwd)
+            args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+            trust: bool = True) -> Pane:
+        """Start the Codex TUI in a tmux pane (trusting ``cwd`` first unless ``trust`` is
+        false, e.g. when the test has ``fleet trust`` do it)."""
+        if trust:
+            self.trust(cwd)
         argv = [str(self.agents.codex), *args]
         if prompt is not None:
             argv.append(prompt)
@@ -547,3 +551,17 @@ def run_claude_headless(claude: ClaudeSetup, prompt: str, *, cwd: Path,
 def run_codex_exec(codex: CodexSetup, prompt: str, *, cwd: Path, **kwargs: Any) -> AgentRun:
     """``codex exec --json PROMPT`` in ``cwd`` (see :meth:`CodexSetup.exec`)."""
     return codex.exec(prompt, cwd=cwd, **kwargs)
+
+
+def install_hooks(setup: ClaudeSetup | CodexSetup) -> None:
+    """``fleet hooks install`` into the setup's config dir / Codex home (with Codex's trust
+    entries), exactly as a user would."""
+    if isinstance(setup, ClaudeSetup):
+        fleet_cli("hooks", "install", "--config-dir", str(setup.config_dir))
+    else:
+        fleet_cli("hooks", "install", "--codex-home", str(setup.codex_home))
+
+
+def register(worker: str, worktree: Path, tool: str) -> None:
+    """``fleet register WORKER --worktree PATH --tool TOOL``."""
+    fleet_cli("register", worker, "--worktree", str(worktree), "--tool", tool)
