@@ -55,3 +55,22 @@ def test_superset_configs_lists_profiles_without_env(
     assert "SECRETISH" not in out
     assert main(["superset", "status"]) == 0
     assert capsys.readouterr().out.startswith("superset: host route at http://127.0.0.1:")
+
+
+def test_superset_add_config_shows_then_adds_with_yes(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert superset.host is not None
+    before = len(superset.host.configs)
+    args = ["superset", "add-config", "claude:glm", "--model", "glm-5", "--json"]
+    assert main(args) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["status"] == "missing"
+    assert shown["label"] == "Claude · glm (glm-5)"
+    assert shown["args"] == ["run", "claude:glm", "--", "--model", "glm-5", "--strict-mcp-config"]
+    assert len(superset.host.configs) == before
+    assert main([*args, "--yes"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "added"
+    assert superset.host.configs[-1]["args"] == shown["args"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "exists"

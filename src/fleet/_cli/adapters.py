@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _route_arg(s)
     add_json(s)
     s.set_defaults(run=cmd_superset_configs)
+
+    s = ssub.add_parser(
+        "add-config",
+        help="show the agent config a profile needs; add it with --yes (host route)",
+        description="Workers run through Superset agent configs whose command is `clausona run "
+        "<profile> -- <args>`. Without --yes this prints the config fleet would use or add "
+        "(label, command, args) and changes nothing. With --yes, on the host route, it adds "
+        "it; the CLI route cannot add configs, so it says what to add under Superset → "
+        "Settings → Agents.",
+    )
+    s.add_argument("profile", help="clausona profile, e.g. claude:work")
+    s.add_argument("--tool", choices=["claude", "codex"], default="claude")
+    s.add_argument("--model", metavar="M", help="model the config runs")
+    s.add_argument("--effort", metavar="E", help="reasoning effort")
+    s.add_argument("--permission-mode", metavar="MODE", help="Claude permission mode")
+    s.add_argument("--yes", action="store_true", help="add it (the user agreed)")
+    _route_arg(s)
+    add_json(s)
+    s.set_defaults(run=cmd_superset_add_config)
 
     p = sub.add_parser(
         "workspace",
@@ -109,6 +129,50 @@ def cmd_superset_configs(args: argparse.Namespace) -> int:
         for row in rows:
             sys.stdout.write(f"{row['profile']}\t{row['label']}\t{row['id']}\n")
     return Exit.OK
+
+
+def cmd_superset_add_config(args: argparse.Namespace) -> int:
+    from fleet.adapters._base import LaunchSpec
+    from fleet.adapters.superset import MissingAgentConfig, match_config
+
+    adapter = _superset(args)
+    spec = LaunchSpec(
+        worker="config",
+        brief=Path(os.devnull),
+        tool=args.tool,
+        profile=args.profile,
+        model=args.model,
+        effort=args.effort,
+        permission_mode=args.permission_mode,
+    )
+    existing = match_config(adapter.backend.configs(), args.profile)
+    result: dict[str, Any]
+    if existing is not None:
+        result = {"status": "exists", **_shown(existing)}
+    else:
+        adapter.add_missing_configs = args.yes
+        try:
+            result = {"status": "added", **_shown(adapter.config_for(spec))}
+        except MissingAgentConfig as missing:
+            if args.yes:
+                raise
+            result = {"status": "missing", "id": None, "label": missing.label,
+                      "command": missing.command, "args": missing.config_args}
+    if args.json:
+        print_json(result)
+    else:
+        command = " ".join([str(result["command"]), *map(str, result["args"] or [])])
+        sys.stdout.write(f"{result['status']}: {result['label']}: {command}\n")
+        if result["status"] == "missing":
+            sys.stdout.write(
+                "rerun with --yes to add it (host route), or add it under Superset → "
+                "Settings → Agents\n"
+            )
+    return Exit.OK
+
+
+def _shown(config: Any) -> dict[str, Any]:
+    return {k: config.get(k) for k in ("id", "label", "command", "args")}
 
 
 def _workspace(args: argparse.Namespace) -> tuple[Any, Workspace]:

@@ -22,16 +22,20 @@ prompt from a blocked agent from a dirty worktree.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from fleet._clock import Clock
+from fleet._core.events import HandedOver
 from fleet._errors import Refused, ToolError
+from fleet._fleet import Fleet
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -42,9 +46,6 @@ from fleet.adapters._base import (
     trust_folder,
     write_worktree_note,
 )
-
-if TYPE_CHECKING:
-    from fleet._fleet import Fleet
 
 __all__ = [
     "AgentBlocked",
@@ -119,9 +120,9 @@ TRUST_PROMPTS: tuple[_TrustPrompt, ...] = (
 class HerdrAdapter:
     """Workers in herdr panes. See the module docstring for the command flow.
 
-    ``fleet``: when given, every worker is registered there (adapter ``herdr``, handles
-    ``workspace``, ``pane``, ``agent``) before its agent starts, so fleet's hooks, which find a
-    worker by its worktree, journal it from its first event."""
+    Every worker is registered in ``fleet`` (default: a :class:`~fleet.Fleet` on ``home``) with
+    adapter ``herdr`` and handles ``workspace``, ``pane``, ``agent``, before its agent starts, so
+    fleet's hooks, which find a worker by its worktree, journal it from its first event."""
 
     name = "herdr"
 
@@ -130,6 +131,8 @@ class HerdrAdapter:
         *,
         runner: Runner | None = None,
         fleet: Fleet | None = None,
+        home: str | os.PathLike[str] | None = None,
+        clock: Clock | None = None,
         herdr: str = "herdr",
         clausona: str = "clausona",
         start_timeout: float = 20.0,
@@ -139,7 +142,8 @@ class HerdrAdapter:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.runner: Runner = runner or SubprocessRunner()
-        self.fleet = fleet
+        # every worker is journaled, so fleet's hooks find it by its worktree
+        self.fleet: Fleet = fleet if fleet is not None else Fleet(home, clock=clock)
         self.herdr = herdr
         self.clausona = clausona
         self.start_timeout = start_timeout
@@ -296,18 +300,17 @@ class HerdrAdapter:
         handle = dict(workspace.handle)
         name = handle.get("agent") or agent_name(spec.worker)
         handle["agent"] = name
-        if self.fleet is not None:
-            self.fleet.register(
-                spec.worker,
-                worktree=workspace.worktree,
-                tool=spec.tool,
-                profile=spec.profile,
-                model=spec.model,
-                adapter=self.name,
-                handle=handle,
-                branch=workspace.branch,
-                base=workspace.base,
-            )
+        self.fleet.register(
+            spec.worker,
+            worktree=workspace.worktree,
+            tool=spec.tool,
+            profile=spec.profile,
+            model=spec.model,
+            adapter=self.name,
+            handle=handle,
+            branch=workspace.branch,
+            base=workspace.base,
+        )
         self._launch(handle["pane"], name, workspace, spec)
         self.prompt(name, pointer_line(spec.brief))
         return handle
@@ -384,7 +387,7 @@ class HerdrAdapter:
             raise FileNotFoundError(f"no follow-up file {text_file}")
         self.prompt(_agent(workspace), pointer_line(text_file, kind="follow-up"))
         worker = workspace.handle.get("worker")
-        if self.fleet is not None and worker:
+        if worker:
             self.fleet.note_follow_up(worker, file=str(text_file))
 
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
@@ -409,20 +412,17 @@ class HerdrAdapter:
         name = agent_name(spec.worker, n)
         handle = {**workspace.handle, "pane": pane, "agent": name, "previous_pane": old_pane}
         self._launch(pane, name, workspace, spec)
-        if self.fleet is not None:
-            from fleet._core.events import HandedOver
-
-            self.fleet.record(
-                spec.worker,
-                HandedOver(
-                    ts=self.fleet.clock.now(),
-                    src=self.name,
-                    profile=spec.profile,
-                    model=spec.model,
-                    handle=handle,
-                    reason=f"from {old_name}",
-                ),
-            )
+        self.fleet.record(
+            spec.worker,
+            HandedOver(
+                ts=self.fleet.clock.now(),
+                src=self.name,
+                profile=spec.profile,
+                model=spec.model,
+                handle=handle,
+                reason=f"from {old_name}",
+            ),
+        )
         self.prompt(name, pointer_line(note, kind="hand-over note"))
         self._run("pane", "close", old_pane)
         return handle

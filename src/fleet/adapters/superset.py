@@ -27,11 +27,14 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import httpx
 
+from fleet._clock import Clock
+from fleet._core.events import HandedOver
 from fleet._errors import Refused, SettingsError, ToolError
+from fleet._fleet import Fleet
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -49,9 +52,6 @@ from fleet.adapters.superset_host import (
     SupersetHostError,
     discover_host,
 )
-
-if TYPE_CHECKING:
-    from fleet._fleet import Fleet
 
 __all__ = [
     "HostAPIChanged",
@@ -402,7 +402,10 @@ class SupersetAdapter:
     service), ``cli`` or ``host``. ``transport`` replaces httpx's for the host service (tests).
     ``add_missing_configs``: on the host route, add a missing worker config instead of
     reporting it; pass True only after the user agreed to the config it would add.
-    ``fleet``: when given, workers are registered there (adapter ``superset``)."""
+    Workers are registered in ``fleet`` (default: a :class:`~fleet.Fleet` on ``home``) with
+    adapter ``superset`` and handles ``workspace``, ``project``, ``terminal``: before the launch
+    (so the agent's first hook event finds its worker), and again with the terminal id while
+    no hook event has arrived yet."""
 
     name = "superset"
 
@@ -411,6 +414,8 @@ class SupersetAdapter:
         *,
         runner: Runner | None = None,
         fleet: Fleet | None = None,
+        home: str | os.PathLike[str] | None = None,
+        clock: Clock | None = None,
         route: Literal["auto", "cli", "host"] = "auto",
         superset: str = "superset",
         clausona: str | None = None,
@@ -419,7 +424,8 @@ class SupersetAdapter:
         add_missing_configs: bool = False,
     ) -> None:
         self.runner: Runner = runner or SubprocessRunner()
-        self.fleet = fleet
+        # every worker is journaled, so fleet's hooks find it by its worktree
+        self.fleet: Fleet = fleet if fleet is not None else Fleet(home, clock=clock)
         self.superset = superset
         self.clausona = clausona
         self.superset_home = superset_home
@@ -502,8 +508,6 @@ class SupersetAdapter:
         return text.rstrip("\n")
 
     def _journal(self, spec: LaunchSpec, workspace: Workspace, handle: Mapping[str, str]) -> None:
-        if self.fleet is None:
-            return
         self.fleet.register(
             spec.worker,
             worktree=workspace.worktree,
@@ -550,7 +554,7 @@ class SupersetAdapter:
         handle = {**workspace.handle, "terminal": str(result.get("sessionId") or "")}
         if not handle["terminal"]:
             raise ToolError(f"Superset started an agent without a terminal id: {result}")
-        if self.fleet is not None and self.fleet.state(spec.worker).state == "starting":
+        if self.fleet.state(spec.worker).state == "starting":
             self._journal(spec, workspace, handle)
         return handle
 
@@ -563,7 +567,7 @@ class SupersetAdapter:
         text = self._prompt(workspace, text_file, "follow-up")
         self.backend.send(_workspace_id(workspace), _terminal(workspace), text)
         worker = workspace.handle.get("worker")
-        if self.fleet is not None and worker:
+        if worker:
             self.fleet.note_follow_up(worker, file=str(text_file))
 
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
@@ -591,20 +595,17 @@ class SupersetAdapter:
         if not terminal:
             raise ToolError(f"Superset handed over without a terminal id: {result}")
         handle = {**workspace.handle, "terminal": terminal, "previous_terminal": old}
-        if self.fleet is not None:
-            from fleet._core.events import HandedOver
-
-            self.fleet.record(
-                spec.worker,
-                HandedOver(
-                    ts=self.fleet.clock.now(),
-                    src=self.name,
-                    profile=spec.profile,
-                    model=spec.model,
-                    handle=handle,
-                    reason=f"{how} {old}",
-                ),
-            )
+        self.fleet.record(
+            spec.worker,
+            HandedOver(
+                ts=self.fleet.clock.now(),
+                src=self.name,
+                profile=spec.profile,
+                model=spec.model,
+                handle=handle,
+                reason=f"{how} {old}",
+            ),
+        )
         self.backend.close(ws_id, old)
         return handle
 
