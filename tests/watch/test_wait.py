@@ -297,16 +297,17 @@ def test_a_restarted_coordinator_is_not_woken_for_what_it_marked_seen(tmp_path: 
 def test_cli_watch_json_streams_transitions(tmp_path: Path) -> None:
     cli("register", "a", "--worktree", str(tmp_path))
     proc = subprocess.Popen(
-        [*FLEET, "watch", "--json", "--timeout", "1.5"], stdout=subprocess.PIPE, text=True
+        [*FLEET, "watch", "--json", "--timeout", "3"], stdout=subprocess.PIPE, text=True
     )
     try:
-        time.sleep(0.5)
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the watcher is up once it has shown the worker
         with Fleet() as fleet:
             stop(fleet, "a")
         out, _ = proc.communicate(timeout=20)
     finally:
         proc.kill()
-    lines = [json.loads(line) for line in out.splitlines()]
+    lines = [json.loads(line) for line in [first, *out.splitlines()]]
     assert lines[0]["to"] == "starting" and lines[0]["from"] is None
     assert lines[-1]["from"] == "starting" and lines[-1]["to"] == "stopped"
     assert lines[-1]["needs_attention"] is True
