@@ -20,6 +20,7 @@ import importlib.resources
 import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,8 +31,9 @@ import attrs
 import tomlkit
 import tomlkit.exceptions
 
-from fleet._errors import SettingsError
+from fleet._errors import SettingsError, ToolError
 from fleet._home import resolve_home
+from fleet._runner import Runner, SubprocessRunner
 
 Tool = Literal["claude", "codex"]
 TOOLS: Final = ("claude", "codex")
@@ -461,9 +463,12 @@ def _retrust(
     old_fleet: Sequence[Position],
     moves: Mapping[Position, Position],
     new_hooks: Mapping[str, Any],
+    *,
+    keep_existing: bool = False,
 ) -> None:
     """Rewrite the trust entries of one hooks.json after its groups moved: fleet's old entries
-    go, the user's entries follow their handlers, fleet's new handlers are trusted."""
+    go, the user's entries follow their handlers, fleet's new handlers are trusted (an entry
+    already there is left as it is with ``keep_existing``)."""
     state = _trust_state(doc, create=True)
     prefix = f"{hooks_file}:"
     by_snake = {snake_case(e): e for e in new_hooks}
@@ -489,7 +494,7 @@ def _retrust(
     for key, digest in new_fleet.items():
         entry = state.get(key)
         if isinstance(entry, dict):
-            if entry.get("trusted_hash") != digest:
+            if entry.get("trusted_hash") != digest and not keep_existing:
                 entry["trusted_hash"] = digest
             continue
         entry = tomlkit.table()
@@ -527,12 +532,33 @@ class Change:
     backups: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
     removed: int = 0
+    codex_check: CodexCheck | None = None
 
 
-def install(target: Target, *, home: str | os.PathLike[str] | None = None) -> Change:
-    """Install (or refresh) fleet's hook for every event of ``target``."""
+def install(
+    target: Target,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    codex: str | None = None,
+    runner: Runner | None = None,
+) -> Change:
+    """Install (or refresh) fleet's hook for every event of ``target``. For a Codex home, when
+    a ``codex`` binary is given, Codex is then asked whether it trusts the entries, and any hash
+    it disagrees with is replaced by the one it reports."""
     command = hook_command(target.tool, home=home)
-    return _apply(target, lambda hooks: desired_hooks(target, hooks, command))
+    # With Codex to ask, a hash already in config.toml stays until Codex says it is wrong: it may
+    # be one Codex reported earlier, which fleet's copy of the recipe would undo every time.
+    merge: Merge = lambda hooks: desired_hooks(target, hooks, command)  # noqa: E731
+    change = _apply(target, merge, keep_trust=codex is not None)
+    if target.tool == "codex" and codex is not None:
+        check = codex_check(target, codex, repair=True, runner=runner)
+        written = change.files_written
+        if check.repaired and str(target.config_toml) not in written:
+            written = (*written, str(target.config_toml))
+        change = attrs.evolve(
+            change, codex_check=check, files_written=written, changed=bool(written)
+        )
+    return change
 
 
 def uninstall(target: Target) -> Change:
@@ -540,7 +566,7 @@ def uninstall(target: Target) -> Change:
     return _apply(target, strip_fleet)
 
 
-def _apply(target: Target, change: Merge) -> Change:
+def _apply(target: Target, change: Merge, *, keep_trust: bool = False) -> Change:
     path = target.hooks_file
     data, raw = read_json_object(path)
     hooks = _hooks_table(data, path)
@@ -565,7 +591,7 @@ def _apply(target: Target, change: Merge) -> Change:
             backups.append(str(saved))
     if doc is not None:
         hooks_file = codex_hooks_key_path(target)
-        _retrust(doc, hooks_file, old_fleet, moves, new_hooks)
+        _retrust(doc, hooks_file, old_fleet, moves, new_hooks, keep_existing=keep_trust)
         content = tomlkit.dumps(doc).encode()
         if content != (toml_raw or b""):
             # Removing the last table leaves the blank line that separated it behind.
@@ -601,9 +627,19 @@ class Status:
     command: str | None = None
     current: bool = False
     untrusted: tuple[str, ...] = ()
+    codex_check: CodexCheck | None = None
 
 
-def status(target: Target, *, home: str | os.PathLike[str] | None = None) -> Status:
+def status(
+    target: Target,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    codex: str | None = None,
+    runner: Runner | None = None,
+) -> Status:
+    """What is installed in ``target`` and whether it will run. For a Codex home, trust is
+    judged by fleet's copy of Codex's hash recipe, or, when a ``codex`` binary is given, by
+    Codex itself."""
     path = target.hooks_file
     problems: list[str] = []
     try:
@@ -634,8 +670,24 @@ def status(target: Target, *, home: str | os.PathLike[str] | None = None) -> Sta
     if target.tool == "claude" and data.get("disableAllHooks") is True:
         problems.append(f"{path} sets disableAllHooks: no hook runs")
     untrusted: list[str] = []
+    check: CodexCheck | None = None
     if target.tool == "codex" and positions:
         untrusted, trust_problems = _codex_trust_problems(target, hooks, positions)
+        if codex is not None:
+            check = codex_check(target, codex, runner=runner)
+            if check.error is None:
+                by_key = {trust_key(codex_hooks_key_path(target), p): p[0] for p in positions}
+                untrusted = [by_key.get(k, k) for k in check.untrusted]
+                trust_problems = [p for p in trust_problems if "disables hooks" in p]
+                if untrusted:
+                    trust_problems.append(
+                        f"Codex ({check.codex}) does not trust fleet's hook for "
+                        f"{', '.join(untrusted)} (run `fleet hooks install` again)"
+                    )
+                elif not check.trusted:
+                    trust_problems.append(f"Codex ({check.codex}) does not list fleet's hook")
+            else:
+                trust_problems.append(f"could not ask Codex: {check.error}")
         problems.extend(trust_problems)
     current = bool(commands) and commands == [expected]
     return Status(
@@ -649,6 +701,7 @@ def status(target: Target, *, home: str | os.PathLike[str] | None = None) -> Sta
         command=commands[0] if len(commands) == 1 else None,
         current=current,
         untrusted=tuple(untrusted),
+        codex_check=check,
     )
 
 
@@ -692,6 +745,152 @@ def _codex_trust_problems(
             f"in {target.config_toml} (run `fleet hooks install` again)"
         )
     return untrusted, problems
+
+
+# -- asking Codex itself ------------------------------------------------------------------------
+
+#: Names the Codex binary ``install`` and ``status`` ask (else ``codex`` on PATH, if any).
+CODEX_BIN_ENV: Final = "FLEET_CODEX"
+CODEX_TRUSTED: Final = frozenset({"trusted", "managed"})
+
+# `codex app-server` speaks JSON-RPC on stdin/stdout and answers only while its stdin is open, so
+# a small program drives it (a Runner runs commands to completion): initialize, then hooks/list.
+_APP_SERVER_DRIVER = r"""
+import json, select, subprocess, sys, time
+codex, cwd, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+proc = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + limit
+def send(message):
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+def reply(want):
+    pending = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = proc.stdout.readline()
+        if not chunk:
+            break
+        try:
+            message = json.loads(chunk)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("id") == want:
+            return message
+    return None
+try:
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+          "params": {"clientInfo": {"name": "fleet", "version": "1"}}})
+    if reply(1) is None:
+        sys.exit("codex app-server did not answer initialize")
+    send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    send({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}})
+    answer = reply(2)
+    if answer is None:
+        sys.exit("codex app-server did not answer hooks/list")
+    if "error" in answer:
+        sys.exit("codex app-server: " + json.dumps(answer["error"])[:300])
+    hooks = [h for entry in answer["result"]["data"] for h in entry.get("hooks", [])]
+    print(json.dumps(hooks))
+finally:
+    proc.kill()
+    proc.wait()
+"""
+
+
+def find_codex(explicit: str | None = None) -> str | None:
+    """The Codex binary to ask: ``explicit``, else ``$FLEET_CODEX``, else ``codex`` on PATH."""
+    name = explicit or os.environ.get(CODEX_BIN_ENV)
+    if name:
+        found = shutil.which(name)
+        if found is None:
+            raise SettingsError(f"Codex binary {name} not found")
+        return found
+    return shutil.which("codex")
+
+
+def codex_hooks_list(
+    codex: str, codex_home: Path, *, runner: Runner | None = None, timeout: float = 30.0
+) -> list[dict[str, Any]]:
+    """Codex's own view of the hooks of ``codex_home``: each with its ``key``, ``command``,
+    ``currentHash`` and ``trustStatus`` (trusted, untrusted, modified, managed)."""
+    runner = runner or SubprocessRunner()
+    env = dict(os.environ)
+    env["CODEX_HOME"] = str(codex_home)
+    argv = [sys.executable, "-I", "-c", _APP_SERVER_DRIVER, codex, str(codex_home), str(timeout)]
+    result = runner.run(argv, env=env, timeout=timeout + 10).check("codex app-server hooks/list")
+    try:
+        hooks = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise ToolError("codex app-server hooks/list gave no JSON list") from None
+    if not isinstance(hooks, list) or not all(isinstance(h, dict) for h in hooks):
+        raise ToolError("codex app-server hooks/list gave no JSON list")
+    return hooks
+
+
+def _codex_fleet_entries(target: Target, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    prefix = f"{codex_hooks_key_path(target)}:"
+    return [
+        h for h in listed
+        if isinstance(h.get("key"), str) and h["key"].startswith(prefix)
+        and is_fleet_command(h.get("command"))
+    ]
+
+
+@attrs.frozen(kw_only=True)
+class CodexCheck:
+    """What Codex itself says of fleet's hook entries in one Codex home."""
+
+    codex: str
+    trusted: tuple[str, ...] = ()
+    untrusted: tuple[str, ...] = ()
+    repaired: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.trusted) and not self.untrusted
+
+
+def codex_check(
+    target: Target, codex: str, *, repair: bool = False, runner: Runner | None = None
+) -> CodexCheck:
+    """Ask Codex which of fleet's entries it trusts. With ``repair``, write the hash Codex
+    reports for any it does not (the recipe is Codex's internal business and may change), then
+    ask again."""
+    try:
+        entries = _codex_fleet_entries(target, codex_hooks_list(codex, target.config_dir,
+                                                                runner=runner))
+        repaired: list[str] = []
+        if repair:
+            wrong = {
+                h["key"]: h["currentHash"] for h in entries
+                if h.get("trustStatus") not in CODEX_TRUSTED
+                and isinstance(h.get("currentHash"), str)
+            }
+            if wrong:
+                doc, _ = read_toml(target.config_toml)
+                state = _trust_state(doc, create=True, path=target.config_toml)
+                for key, digest in wrong.items():
+                    entry = tomlkit.table()
+                    entry["trusted_hash"] = digest
+                    if key in state:
+                        del state[key]
+                    state[key] = entry
+                write_file(target.config_toml, tomlkit.dumps(doc).encode())
+                repaired = sorted(wrong)
+                entries = _codex_fleet_entries(
+                    target, codex_hooks_list(codex, target.config_dir, runner=runner)
+                )
+    except (ToolError, SettingsError) as exc:
+        return CodexCheck(codex=codex, error=str(exc))
+    trusted = sorted(h["key"] for h in entries if h.get("trustStatus") in CODEX_TRUSTED)
+    untrusted = sorted(h["key"] for h in entries if h.get("trustStatus") not in CODEX_TRUSTED)
+    return CodexCheck(
+        codex=codex, trusted=tuple(trusted), untrusted=tuple(untrusted), repaired=tuple(repaired)
+    )
 
 
 def iter_fleet_commands(target: Target) -> Iterator[str]:

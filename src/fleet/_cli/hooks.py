@@ -33,6 +33,12 @@ def add_targets(p: argparse.ArgumentParser, *, many: bool = True) -> None:
     p.add_argument("--profile", action=action, metavar="NAME", help="a clausona profile")
     if many:
         p.add_argument("--all-profiles", action="store_true", help="every clausona profile")
+        p.add_argument(
+            "--codex-bin", metavar="PATH",
+            help="the Codex binary to ask whether it trusts fleet's hook (default: "
+            "$FLEET_CODEX, else codex on PATH; without one, fleet's copy of Codex's hash "
+            "recipe decides)",
+        )
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -181,8 +187,16 @@ def resolve_targets(args: argparse.Namespace, *, required: bool = True) -> list[
 # -- commands ----------------------------------------------------------------------------------
 
 
+def _codex_bin(args: argparse.Namespace, targets: list[_hooks.Target]) -> str | None:
+    if not any(t.tool == "codex" for t in targets):
+        return None
+    return _hooks.find_codex(getattr(args, "codex_bin", None))
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    changes = [_hooks.install(t, home=args.home) for t in resolve_targets(args)]
+    targets = resolve_targets(args)
+    codex = _codex_bin(args, targets)
+    changes = [_hooks.install(t, home=args.home, codex=codex) for t in targets]
     return _print_changes(args, changes, "installed")
 
 
@@ -203,20 +217,37 @@ def _print_changes(args: argparse.Namespace, changes: list[_hooks.Change], verb:
         print(f"{c.target}: {verb} {what}; wrote {', '.join(c.files_written)}")
         if c.backups:
             print(f"  backup: {', '.join(c.backups)}")
+    for c in changes:
+        check = c.codex_check
+        if check is None:
+            continue
+        if check.error:
+            print(f"{c.target}: could not ask Codex ({check.error})")
+        elif check.repaired:
+            print(f"{c.target}: Codex reported other trust hashes for {len(check.repaired)} "
+                  "entries; wrote them")
+        if check.error is None:
+            verdict = "trusts every entry" if check.ok else "does NOT trust every entry"
+            print(f"{c.target}: Codex ({check.codex}) {verdict}")
     return Exit.OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    statuses = [_hooks.status(t, home=args.home) for t in resolve_targets(args)]
+    targets = resolve_targets(args)
+    codex = _codex_bin(args, targets)
+    statuses = [_hooks.status(t, home=args.home, codex=codex) for t in targets]
     if args.json:
         print_json(statuses)
     else:
         rows = []
         for s in statuses:
             installed = f"{len(s.installed)}/{len(s.installed) + len(s.missing)}"
+            judge = "-" if s.tool != "codex" else (
+                "codex" if s.codex_check and s.codex_check.error is None else "recipe"
+            )
             rows.append([s.target, s.tool, installed, "yes" if s.will_run else "NO",
-                         "yes" if s.current else "no"])
-        print(table(rows, ["target", "tool", "events", "will run", "current"]))
+                         "yes" if s.current else "no", judge])
+        print(table(rows, ["target", "tool", "events", "will run", "current", "trust by"]))
         for s in statuses:
             for problem in s.problems:
                 print(f"  {s.target}: {problem}")
@@ -261,7 +292,9 @@ class Report:
     hooks: tuple[_hooks.Status, ...] = ()
 
 
-def doctor(home: Path, targets: list[_hooks.Target], *, last: int = 5) -> Report:
+def doctor(
+    home: Path, targets: list[_hooks.Target], *, last: int = 5, codex_bin: str | None = None
+) -> Report:
     problems: list[str] = []
     try:
         script: str | None = str(_hooks.hook_script_path())
@@ -283,7 +316,8 @@ def doctor(home: Path, targets: list[_hooks.Target], *, last: int = 5) -> Report
         if count:
             unreadable[worker] = count
             problems.append(f"worker {worker}: {count} unreadable journal lines")
-    statuses = tuple(_hooks.status(t, home=home) for t in targets)
+    codex = _hooks.find_codex(codex_bin) if any(t.tool == "codex" for t in targets) else None
+    statuses = tuple(_hooks.status(t, home=home, codex=codex) for t in targets)
     for s in statuses:
         problems.extend(f"{s.target}: {p}" for p in s.problems)
     return Report(
@@ -311,7 +345,9 @@ def _read_hook_errors(path: Path) -> list[str]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
-    report = doctor(home, resolve_targets(args, required=False), last=args.errors)
+    report = doctor(
+        home, resolve_targets(args, required=False), last=args.errors, codex_bin=args.codex_bin
+    )
     if args.json:
         print_json(to_jsonable(report))
     else:
