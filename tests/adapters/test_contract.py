@@ -91,7 +91,8 @@ def test_read_shows_the_screen(rig: Rig) -> None:
     assert isinstance(text, str) and text.strip()
 
 
-def test_send_delivers_a_follow_up_file_and_journals_it(rig: Rig) -> None:
+def test_send_delivers_a_follow_up_file_and_journals_it(any_rig: Rig) -> None:
+    rig = any_rig
     ws, _spec = rig.started("w1")
     follow = rig.brief(f"Also fix the {MARKER}-2 typo. $(rm -rf /)\n", "follow-1.md")
     rig.adapter.send(ws, follow)
