@@ -801,8 +801,11 @@ finally:
 
 
 def find_codex(explicit: str | None = None) -> str | None:
-    """The Codex binary to ask: ``explicit``, else ``$FLEET_CODEX``, else ``codex`` on PATH."""
+    """The Codex binary to ask: ``explicit``, else ``$FLEET_CODEX``, else ``codex`` on PATH;
+    ``none`` asks no Codex."""
     name = explicit or os.environ.get(CODEX_BIN_ENV)
+    if name == "none":
+        return None
     if name:
         found = shutil.which(name)
         if found is None:

@@ -14,6 +14,12 @@ from fleet._journal import index_worktree
 from tests.hooks.conftest import Hook, claude_payloads
 
 
+@pytest.fixture(autouse=True)
+def _no_codex_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Codex on the developer's PATH must not be asked (test_codex_check.py asks a fake)."""
+    monkeypatch.setenv("FLEET_CODEX", "none")
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()

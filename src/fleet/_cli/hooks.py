@@ -36,8 +36,8 @@ def add_targets(p: argparse.ArgumentParser, *, many: bool = True) -> None:
         p.add_argument(
             "--codex-bin", metavar="PATH",
             help="the Codex binary to ask whether it trusts fleet's hook (default: "
-            "$FLEET_CODEX, else codex on PATH; without one, fleet's copy of Codex's hash "
-            "recipe decides)",
+            "$FLEET_CODEX, else codex on PATH; 'none' asks no Codex, and then fleet's copy "
+            "of Codex's hash recipe decides)",
         )
 
 
