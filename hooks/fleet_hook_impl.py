@@ -306,7 +306,8 @@ def read_index(home: str) -> dict[str, str]:
         posix.close(fd)
     data = b"".join(chunks)
     index: dict[str, str] = {}
-    for raw in data.decode("utf-8", "replace").split("\n"):
+    # The last piece is empty, or a line still being written: only whole lines count.
+    for raw in data.decode("utf-8", "replace").split("\n")[:-1]:
         path, sep, worker = raw.partition("\t")
         if sep and path:
             index[path] = worker

@@ -229,6 +229,14 @@ def test_last_index_line_for_a_path_wins(hook: Hook) -> None:
     assert hook.lines("w1") == [] and len(hook.lines("w2")) == 1
 
 
+def test_a_half_written_index_line_is_ignored(hook: Hook) -> None:
+    index = hook.home / "worktrees.tsv"
+    with index.open("a") as f:
+        f.write(f"{hook.worktree}\tw")  # "w2" on its way, no newline yet
+    hook.run(CLAUDE["Stop"], project=hook.worktree)
+    assert len(hook.lines("w1")) == 1 and hook.lines("w") == []
+
+
 def test_symlinked_project_dir_is_resolved(hook: Hook, tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(hook.worktree)
