@@ -1,0 +1,51 @@
+"""fleet's retire, end to end through each app's adapter: the retire module finds the adapter
+by the worker's registration (``get_deleter``), runs its guards, and the adapter's own guard
+runs again right before the app's delete."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fleet._core.events import HookEvent
+from fleet._retire import Retirer
+from tests.adapters.conftest import FAKES, Rig, git
+
+
+@pytest.fixture(autouse=True)
+def _fakes_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retire module builds adapters by name: `superset` and `herdr` come from PATH."""
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+
+
+def claim_done(rig: Rig, worker: str) -> None:
+    rig.fleet.record(worker, HookEvent(ts=rig.fleet.clock.now(), src="claude", hook="Stop",
+                                       data={"last_assistant_message":
+                                             "Added it.\nFLEET_WORKER_DONE: added notes.txt"}))
+
+
+def test_retire_deletes_a_checked_pushed_worker_through_its_adapter(rig: Rig) -> None:
+    ws, _ = rig.started("w1")
+    (ws.worktree / "notes.txt").write_text("notes\n")
+    git(ws.worktree, "add", "notes.txt")
+    git(ws.worktree, "commit", "-qm", "notes")
+    claim_done(rig, "w1")
+    retirer = Retirer(rig.fleet)
+    refused = retirer.retire_worker("w1")
+    assert not refused.retired and ws.worktree.is_dir()
+    assert rig.fleet.state("w1").reason == "failed"
+    # a follow-up: the worker pushes and claims done again
+    rig.fleet.record("w1", HookEvent(ts=rig.fleet.clock.now(), src="claude",
+                                     hook="UserPromptSubmit", data={}))
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    claim_done(rig, "w1")
+    outcome = retirer.retire_worker("w1")
+    assert outcome.retired, outcome
+    assert not ws.worktree.exists()
+    assert rig.fleet.state("w1").state == "retired"
+    if rig.host is not None:
+        assert any(p == "workspace.delete" for p, _ in rig.host.calls)
+    else:
+        assert ["worktree", "remove", "--workspace", ws.handle["workspace"]] in (
+            rig.herdr_state()["calls"])
