@@ -14,6 +14,12 @@ an authentication error is not retried; a usage or rate limit ends the run with
 ``reason="limit"`` and the reset time when the message tells it; a wall-clock timeout ends it with
 ``reason="timeout"``; SIGTERM (``fleet stop``) ends it with ``reason="stopped"``. Stopping or
 timing out terminates the agent's whole process group (SIGTERM, then SIGKILL after a grace).
+
+``exited.reason``: None (the run finished; its result may carry a DONE/BLOCKED envelope),
+``auth`` (401/403, not retried), ``limit`` (429 or a usage limit; ``reset_at`` when known),
+``retries`` (overload or transient errors past ``max_attempts``), ``error`` (any other failure),
+``timeout``, ``stopped``. Between attempts nothing is journaled but the next ``started``
+(``attempt`` > 1), so a retried run never reads as gone.
 """
 
 from __future__ import annotations
