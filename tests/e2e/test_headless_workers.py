@@ -20,7 +20,7 @@ from ..conftest import Repo
 from .binaries import Agents
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
-from .harness import fleet_cli, hooks_of, journal, wait_for_journal
+from .harness import fleet_cli, hooks_of, journal, state_sequence, wait_for_journal
 from .script import bash, error, say
 
 pytestmark = pytest.mark.e2e
@@ -168,6 +168,9 @@ def test_three_workers_at_once(
     assert gamma.exit is not None and gamma.exit.is_error is False
     gamma_starts = [e for e in journal("gamma") if isinstance(e, Started)]
     assert [s.attempt for s in gamma_starts] == [1, 2, 3]
+    # A failure fleet retries never reads as needing attention.
+    states = [state for state, _ in state_sequence("gamma", journal("gamma"))]
+    assert states[-1] == "done" and set(states[:-1]) <= {"starting", "working"}
     # Branches: alpha committed on its own branch; the others left theirs at the base.
     assert repo.git("log", "--format=%s", "main..fleet/alpha") == "fix the thing"
     assert repo.git("rev-list", "--count", "main..fleet/beta") == "0"

@@ -542,6 +542,7 @@ class HeadlessAdapter:
                 ),
             )
             _hooks.install(_hooks.claude_target(config), home=self.home)
+            _drop_supervised_hooks(config / "settings.json")
         else:
             _write_private(config / "config.toml", _codex_config(record, worktree).encode())
             _hooks.install(_hooks.codex_target(config), home=self.home)
@@ -806,6 +807,22 @@ def _codex_config(record: LaunchRecord, worktree: Path) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+#: Hook events a supervised headless run does without: the supervisor journals how the run
+#: ended (exit code, API status, limit, reset time) and retries overload itself, while these
+#: would journal each failed attempt as stopped(api_error) or gone(ended) and wake a waiting
+#: coordinator for a failure fleet is already retrying.
+SUPERVISED_EVENTS_DROPPED: Final = ("StopFailure", "SessionEnd")
+
+
+def _drop_supervised_hooks(settings_file: Path) -> None:
+    data = orjson.loads(settings_file.read_bytes())
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if isinstance(hooks, dict):
+        for event in SUPERVISED_EVENTS_DROPPED:
+            hooks.pop(event, None)
+        _write_private(settings_file, orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
 
 def _toml_str(value: str) -> str:
