@@ -955,6 +955,10 @@ def start_worker(
         backoff_base=backoff_base,
         env=dict(env or {}),
     )
+    if profile and opts.endpoint:
+        raise SettingsError("give a profile or an endpoint, not both")
+    if tool not in TOOLS:
+        raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
     if opts.key_from is not None:
         resolve_key(opts.key_from, runner=runner)  # fail before creating anything
     _require_executable(_executable(opts, profile, tool))
