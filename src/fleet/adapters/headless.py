@@ -764,10 +764,6 @@ def _codex_argv(record: LaunchRecord, model: str | None, resume: str | None) -> 
         args += ["-m", model]
     if record.effort:
         args += ["-c", f'model_reasoning_effort="{record.effort}"']
-    if record.config_dir is not None:
-        # The isolated Codex home holds only the hooks fleet wrote there: no need to make the
-        # run depend on Codex's internal trust-hash recipe (the trust entries are written too).
-        args.append("--dangerously-bypass-hook-trust")
     if resume:
         args += ["resume", resume]
     if record.profile:
