@@ -2,9 +2,11 @@
 
 Runs the pinned Claude Code (``scripts/install-agents``) headless against the tests' fake
 Anthropic server on 127.0.0.1, scripted to make 20 Bash calls and then finish. Each round runs
-the session twice, interleaved: once with an empty settings.json, once with ``fleet hooks
-install`` in the config dir and the project registered as a worker (so every hook appends to a
-journal). Prints the median wall time of each and the ratio. Target: at most 1.15x.
+the session three times, interleaved: with an empty settings.json; with ``fleet hooks install``
+in the config dir and the project registered as a worker (so every hook appends to a journal);
+and, for reference, with the same hook layout running ``<python> -I -S -c pass`` (the least any
+Python hook can cost). Prints the median wall time of each and the ratios. Target: fleet's hooks
+at most 1.15x the session without hooks.
 
     .venv/bin/python bench/hook_session.py [--rounds N] [--claude PATH] [--json]
 """
@@ -21,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fleet._hooks import claude_target, install
+from fleet._hooks import claude_target, hook_python, install
 from fleet._journal import index_worktree
 
 #: The repository root: the fake model server lives with the end-to-end tests.
@@ -106,8 +108,14 @@ def main() -> int:
             hooked = make_config(root, "hooked", project)
             install(claude_target(hooked), home=fleet_home)
             index_worktree(fleet_home, "bench", str(project))
-            times: dict[str, list[float]] = {"no hooks": [], "fleet hooks": []}
-            cases = {"no hooks": plain, "fleet hooks": hooked}
+            floor = make_config(root, "floor", project)
+            settings = json.loads((hooked / "settings.json").read_text())
+            for groups in settings["hooks"].values():
+                for handler in groups[0]["hooks"]:
+                    handler["command"] = f"{hook_python()} -I -S -c pass"
+            (floor / "settings.json").write_text(json.dumps(settings))
+            cases = {"no hooks": plain, "fleet hooks": hooked, "floor hooks": floor}
+            times: dict[str, list[float]] = {name: [] for name in cases}
             for cfg in cases.values():  # warm up
                 run_session(claude, cfg, project, empty_home, server.url, fleet_home)
             for _ in range(args.rounds):
@@ -127,12 +135,14 @@ def main() -> int:
         return 1
     medians = {k: statistics.median(v) for k, v in times.items()}
     ratio = medians["fleet hooks"] / medians["no hooks"]
+    floor_ratio = medians["floor hooks"] / medians["no hooks"]
     result = {
         "claude": str(claude),
         "rounds": args.rounds,
         "tool_calls": TOOL_CALLS,
         "median_s": {k: round(v, 3) for k, v in medians.items()},
         "ratio": round(ratio, 3),
+        "floor_ratio": round(floor_ratio, 3),
         "target": TARGET,
         "met": ratio <= TARGET,
         "journal_lines": lines,
@@ -145,6 +155,7 @@ def main() -> int:
             print(f"  {name:<12} {value:7.3f} s")
         mark = "ok" if ratio <= TARGET else "OVER"
         print(f"  ratio        {ratio:7.3f}x (target <= {TARGET}x: {mark})")
+        print(f"  floor ratio  {floor_ratio:7.3f}x (python -I -S -c pass as every hook)")
     return 0
 
 
