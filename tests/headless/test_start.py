@@ -370,3 +370,24 @@ def test_the_adapter_registry_builds_the_headless_adapter(home: Path) -> None:
     assert isinstance(adapter, HeadlessAdapter) and isinstance(adapter, Adapter)
     assert adapter.runner is runner and adapter.home == home
     assert isinstance(get_deleter("headless", runner=runner), HeadlessAdapter)
+
+
+def test_permission_mode_comes_from_the_fleet_settings(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = tmp_path / "fleet.json"
+    settings.write_text(json.dumps({"permissions": {"claude": "acceptEdits",
+                                                    "codexSandbox": "workspace-write"}}))
+    monkeypatch.setenv("FLEET_SETTINGS", str(settings))
+    start_worker("perm-c", task=brief(tmp_path), repo=repo.path, options=fake.options())
+    exited(home, "perm-c")
+    start_worker("perm-x", task=brief(tmp_path), repo=repo.path, tool="codex",
+                 options=fake.options())
+    exited(home, "perm-x")
+    start_worker("perm-o", task=brief(tmp_path), repo=repo.path, permission_mode="plan",
+                 options=fake.options())
+    exited(home, "perm-o")
+    claude_argv, codex_argv, own_argv = (c["argv"] for c in fake.calls())
+    assert claude_argv[claude_argv.index("--permission-mode") + 1] == "acceptEdits"
+    assert codex_argv[codex_argv.index("-s") + 1] == "workspace-write"
+    assert own_argv[own_argv.index("--permission-mode") + 1] == "plan"

@@ -43,7 +43,7 @@ follow with `fleet wait`. A task that no profile can take is reported and not st
 With --endpoint, routing is skipped and every task runs on that endpoint, each in its own
 isolated config dir. Claude workers on one profile start one at a time (each until its
 agent has journaled its first event), because a starting Claude Code rewrites its state
-file.
+file. Exit code 4 when some task could not be started (each is listed with the reason).
 """
 
 
@@ -91,8 +91,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--key-from", metavar="SRC", help=f"the endpoint's key: {KEY_SOURCE_HELP}")
     p.add_argument("--key-var", metavar="NAME", help="the variable that carries the key")
     p.add_argument("--permission-mode", metavar="MODE",
-                   help="Claude permission mode (default bypassPermissions: the worktree is "
-                   "the cage); Codex: its sandbox")
+                   help="Claude permission mode, or Codex sandbox (default: settings "
+                   "`permissions`, else bypassPermissions: the worktree is the cage)")
     p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
     _retry_options(p)
     add_json(p)
@@ -112,8 +112,8 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tool", choices=["claude", "codex"], default="claude",
                    help="the agent CLI (default claude; a profile's own tool wins)")
     p.add_argument("--permission-mode", metavar="MODE",
-                   help="Claude permission mode (default bypassPermissions: the worktree is "
-                   "the cage); Codex: its sandbox")
+                   help="Claude permission mode, or Codex sandbox (default: settings "
+                   "`permissions`, else bypassPermissions: the worktree is the cage)")
     p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
     _retry_options(p)
 

@@ -934,7 +934,10 @@ def start_worker(
 
     Give a clausona ``profile``, or an ``endpoint`` with ``key_from`` (``env:NAME``,
     ``command:CMD``, ``keyring:SERVICE/USER``) for an isolated config dir; neither runs the
-    tool's default config.
+    tool's default config. ``permission_mode`` defaults to the fleet settings' ``permissions``
+    (``claude``, or ``codexSandbox`` for Codex), else ``bypassPermissions`` (Codex:
+    ``danger-full-access``): a headless run cannot answer a prompt, and the worktree is its
+    cage.
 
     Claude workers on one profile start one at a time: this waits (up to ``start_timeout``)
     until every other worker of the profile that is still starting up has journaled its first
@@ -955,6 +958,8 @@ def start_worker(
         raise SettingsError("give a profile or an endpoint, not both")
     if tool not in TOOLS:
         raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
+    if permission_mode is None:
+        permission_mode = _settings_permission(_tool_of(profile, tool))
     if opts.key_from is not None:
         resolve_key(opts.key_from, runner=runner)  # fail before creating anything
     _require_executable(_executable(opts, profile, tool))
@@ -1001,6 +1006,19 @@ def start_worker(
         _undo_workspace(adapter, workspace, worker)
         raise
     return _state(adapter.home, worker, adapter.clock)
+
+
+def _tool_of(profile: str | None, tool: str) -> str:
+    return profile.split(":", 1)[0] if profile and ":" in profile else tool
+
+
+def _settings_permission(tool: str) -> str | None:
+    """The user's permission setting for workers (fleet settings ``permissions``: ``claude``
+    is a Claude permission mode, ``codexSandbox`` a Codex sandbox), if any."""
+    from fleet._settings import load_settings
+
+    permissions = load_settings().permissions
+    return permissions.get("codexSandbox" if tool == "codex" else "claude") or None
 
 
 def _executable(opts: HeadlessOptions, profile: str | None, tool: str) -> str:
