@@ -111,6 +111,21 @@ def test_profiles_from_clausona(
     code, _, err = run(capsys, "hooks", "status", "--profile", "nope")
     assert code == 1 and "no profile 'nope'" in err
 
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    code, data = run_json(capsys, "trust", "--profile", "cx", "--path", str(worktree))
+    assert code == 0 and data["file"] == str(dirs["cx"] / "config.toml")
+    code, data = run_json(capsys, "trust", "--profile", "claude:work", "--path", str(worktree))
+    assert code == 0 and data["file"] == str(dirs["work"] / ".claude.json")
+    code, _ = run_json(
+        capsys, "trust", "--profile", "home-acct", "--path", str(worktree), "--check"
+    )
+    assert code == 4
+
+    code, changes = run_json(capsys, "hooks", "uninstall", "--all-profiles")
+    assert [c["changed"] for c in changes] == [True, False, True]
+    assert json.loads(shared.read_text()) == {}
+
 
 def test_trust_and_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cfg, wt = tmp_path / "cfg", tmp_path / "wt"
