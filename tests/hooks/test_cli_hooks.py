@@ -157,8 +157,11 @@ class TestDoctor:
         code, report = run_json(capsys, "doctor")
         assert code == 1 and report["hook_errors"] == 2
         assert "not a valid worker id" in report["last_hook_errors"][-1]
-        code, out, _ = run(capsys, "doctor")
-        assert code == 1 and "2 failures" in out
+        code, out, _ = run(capsys, "doctor", "--clear-errors")
+        assert code == 1 and "2 failures" in out and "hook-errors.log.old" in out
+        code, report = run_json(capsys, "doctor")
+        assert code == 0 and report["hook_errors"] == 0
+        assert len((hook.home / "hook-errors.log.old").read_text().splitlines()) == 2
 
     def test_counts_unreadable_lines_per_worker(
         self, capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path

@@ -137,6 +137,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_targets(p)
     p.add_argument("--errors", type=int, default=5, metavar="N",
                    help="show the last N hook errors (default 5)")
+    p.add_argument("--clear-errors", action="store_true",
+                   help="after reporting them, move the hook errors aside (to "
+                   "hook-errors.log.old) so the next run reports only new ones")
     add_json(p)
     p.set_defaults(run=cmd_doctor)
 
@@ -361,4 +364,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         for line in report.last_hook_errors:
             print(f"  {line}")
     sys.stdout.flush()
+    if args.clear_errors and report.hook_errors:
+        log = hook_errors_path(home)
+        log.replace(log.with_name(log.name + ".old"))
+        if not args.json:
+            print(f"moved the hook errors to {log.name}.old")
     return Exit.OK if report.ok else Exit.ERROR
