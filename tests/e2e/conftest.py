@@ -74,7 +74,8 @@ def agents() -> Agents:
     try:
         return find_agents()
     except AgentsMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
 
 
 @pytest.fixture

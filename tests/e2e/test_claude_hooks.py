@@ -16,6 +16,7 @@ from .fake_anthropic import FakeAnthropic
 from .harness import (
     ClaudeSetup,
     Tmux,
+    fleet_cli,
     hooks_of,
     install_hooks,
     journal,
@@ -170,9 +171,11 @@ def test_interactive_permission_dialog_blocks_at_once_and_approval_resumes(
     claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo, tmux: Tmux
 ) -> None:
     headless_worker(claude, repo)
+    fleet_cli("trust", "--config-dir", str(claude.config_dir), "--path", str(repo.path))
     anthropic.script([bash("echo approved > out.txt"), say("Wrote out.txt.")])
 
-    pane = claude.interactive(tmux, cwd=repo.path, prompt="write out.txt")
+    # fleet trust answered the folder-trust dialog: the harness does not.
+    pane = claude.interactive(tmux, cwd=repo.path, prompt="write out.txt", trust=False)
 
     # Watch the screen and the fold together: the dialog's first sighting, then the state.
     deadline = time.monotonic() + 60
