@@ -28,13 +28,14 @@ Which config dir a worker uses:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -966,46 +967,66 @@ def start_worker(
     adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
     if _journal.exists(adapter.home, worker):
         raise Refused(f"worker {worker} already exists; pick another id")
-    if profile and (":" not in profile or profile.startswith("claude:")) and tool == "claude":
-        wait_for_profile(profile, home=adapter.home, timeout=start_timeout)
-    repo_path = Path(repo).absolute()
-    ref = base or "HEAD"
-    spec = LaunchSpec(
-        worker=worker,
-        tool=tool,
-        brief=brief,
-        profile=profile,
-        model=model,
-        small_model=small_model,
-        permission_mode=permission_mode,
-        effort=effort,
-    )
-    workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
-    pending: Pending | None = None
-    try:
-        pending = adapter.launch(workspace, spec)
-        from fleet._fleet import Fleet
+    serialize = bool(profile) and _tool_of(profile, tool) == "claude"
+    with _profile_lock(adapter.home, profile if serialize else None):
+        if serialize and profile:
+            wait_for_profile(profile, home=adapter.home, timeout=start_timeout)
+        repo_path = Path(repo).absolute()
+        ref = base or "HEAD"
+        spec = LaunchSpec(
+            worker=worker,
+            tool=tool,
+            brief=brief,
+            profile=profile,
+            model=model,
+            small_model=small_model,
+            permission_mode=permission_mode,
+            effort=effort,
+        )
+        workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
+        pending: Pending | None = None
+        try:
+            pending = adapter.launch(workspace, spec)
+            from fleet._fleet import Fleet
 
-        with Fleet(adapter.home, clock=adapter.clock, src=SRC) as fleet:
-            fleet.register(
-                worker,
-                worktree=workspace.worktree,
-                tool=adapter.record(worker).tool,
-                profile=profile,
-                model=model,
-                adapter=NAME,
-                handle={**workspace.handle, **pending.handle},
-                branch=workspace.branch,
-                base=workspace.base,
-                task=_task_title(brief),
-            )
-        pending.release()
-    except BaseException:
-        if pending is not None:
-            pending.abandon()
-        _undo_workspace(adapter, workspace, worker)
-        raise
+            with Fleet(adapter.home, clock=adapter.clock, src=SRC) as fleet:
+                fleet.register(
+                    worker,
+                    worktree=workspace.worktree,
+                    tool=adapter.record(worker).tool,
+                    profile=profile,
+                    model=model,
+                    adapter=NAME,
+                    handle={**workspace.handle, **pending.handle},
+                    branch=workspace.branch,
+                    base=workspace.base,
+                    task=_task_title(brief),
+                )
+            pending.release()
+        except BaseException:
+            if pending is not None:
+                pending.abandon()
+            _undo_workspace(adapter, workspace, worker)
+            raise
     return _state(adapter.home, worker, adapter.clock)
+
+
+@contextlib.contextmanager
+def _profile_lock(home: Path, profile: str | None) -> Iterator[None]:
+    """Held from the wait for a profile's starting workers until this one is registered, so
+    two coordinators never start Claude workers on one profile at the same moment."""
+    if profile is None:
+        yield
+        return
+    locks = home / "locks"
+    locks.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in profile)
+    fd = os.open(locks / f"profile-{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _tool_of(profile: str | None, tool: str) -> str:
