@@ -294,3 +294,34 @@ def test_fan_out_from_a_tasks_file(
     assert two_start >= one_end  # the cap held
     assert {Fleet().state(n).state for n in ("one", "two")} == {"done"}
     assert not any(isinstance(e, HookEvent) and e.hook == "StopFailure" for e in journal("one"))
+
+
+def test_follow_up_resumes_the_claude_session(
+    flaky: FlakyAnthropic, coordinator_env: dict[str, str], repo: Repo, tmp_path: Path
+) -> None:
+    from fleet.adapters._base import Workspace
+    from fleet.adapters.headless import HeadlessAdapter
+
+    flaky.script([say("Which file should I write?"), say("FLEET_WORKER_DONE: wrote notes.txt")],
+                 key="task-talk")
+    task = brief(tmp_path, "talk", "task-talk: write the notes.\n")
+    fleet_cli("start", "talk", "--task", str(task), "--repo", str(repo.path), "--endpoint",
+              flaky.url, "--key-from", "env:FLEET_TEST_KEY", env=coordinator_env)
+    first = exits("talk")[0]
+    assert first.session_id and first.result == "Which file should I write?"
+    state = Fleet().state("talk")
+    assert state.state == "gone" and state.needs_attention
+    follow = tmp_path / "follow.md"
+    follow.write_text("Write notes.txt.")
+    adapter = HeadlessAdapter(environ={**os.environ, **coordinator_env})
+    ws = Workspace(worktree=Path(state.worktree or ""), branch="fleet/talk",
+                   handle=dict(state.handle))
+    adapter.send(ws, follow)
+    second = exits("talk", 2)[1]
+    assert second.session_id == first.session_id
+    final = Fleet().state("talk")
+    assert (final.state, final.reason) == ("done", "claimed")
+    resumed = [r for r in flaky.recorded("main") if r.key == "task-talk"][-1]
+    assert resumed.step == 1  # the earlier exchange came along: the session was resumed
+    assert "Write notes.txt." in json.dumps(resumed.json["messages"])
+    assert set(flaky.api_keys("main")) == {KEY}
