@@ -62,6 +62,8 @@ def assert_failure_sequence(events: list[Event], error: str) -> None:
     assert state_sequence("w1", events) == [
         *STARTED, *ended_first, ("stopped", f"api_error:{error}"),
     ]
+    final = fold("w1", events, now=time.time())
+    assert events[final.seq] is failure and final.error == error
 
 
 def assert_private(worker: str, claude: ClaudeSetup, secrets: list[str]) -> None:
@@ -92,6 +94,10 @@ def test_headless_turn_with_tools_stops_then_session_end_is_gone(
         *STARTED, ("stopped", "turn_end"), ("gone", "ended"),
     ]
     assert_private("w1", claude, ["marker-31337"])
+    hook_events = [e for e in events if isinstance(e, HookEvent)]
+    assert {e.src for e in hook_events} == {"claude"}
+    assert len({e.get("session_id") for e in hook_events}) == 1
+    assert run.result["session_id"] == hook_events[0].get("session_id")
     assert anthropic.api_keys() == [claude.api_key] * 3
 
 
