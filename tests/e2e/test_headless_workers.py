@@ -325,3 +325,30 @@ def test_follow_up_resumes_the_claude_session(
     assert resumed.step == 1  # the earlier exchange came along: the session was resumed
     assert "Write notes.txt." in json.dumps(resumed.json["messages"])
     assert set(flaky.api_keys("main")) == {KEY}
+
+
+def test_follow_up_resumes_the_codex_session(
+    openai: FakeOpenAI, coordinator_env: dict[str, str], repo: Repo, tmp_path: Path
+) -> None:
+    from fleet.adapters._base import Workspace
+    from fleet.adapters.headless import HeadlessAdapter
+
+    openai.script([say("Which file?"), say("FLEET_WORKER_DONE: wrote it")], key="task-cxtalk")
+    task = brief(tmp_path, "cxtalk", "task-cxtalk: write the notes.\n")
+    fleet_cli("start", "cxtalk", "--tool", "codex", "--task", str(task), "--repo",
+              str(repo.path), "--endpoint", openai.url, "--key-from", "env:FLEET_TEST_KEY",
+              "--model", "fake-model", env=coordinator_env)
+    first = exits("cxtalk")[0]
+    assert first.session_id and first.result == "Which file?"
+    state = Fleet().state("cxtalk")
+    follow = tmp_path / "follow.md"
+    follow.write_text("Write notes.txt.")
+    adapter = HeadlessAdapter(environ={**os.environ, **coordinator_env})
+    ws = Workspace(worktree=Path(state.worktree or ""), branch="fleet/cxtalk",
+                   handle=dict(state.handle))
+    adapter.send(ws, follow)
+    second = exits("cxtalk", 2)[1]
+    assert second.session_id == first.session_id, second
+    final = Fleet().state("cxtalk")
+    assert (final.state, final.reason) == ("done", "claimed")
+    assert set(openai.api_keys()) == {KEY}
