@@ -4,8 +4,10 @@ out of argv, files and journals."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from fleet import Fleet
 from fleet._core.events import Exited, HookEvent, Started
+from fleet._proc import is_alive
 
 from ..conftest import Repo
 from .binaries import Agents
@@ -51,6 +54,25 @@ class FlakyAnthropic(FakeAnthropic):
                     self._error(out, left[1])
                     return attrs.evolve(req, kind="main", key=key, step=-1)
         return super().answer(req, out)
+
+
+@pytest.fixture(autouse=True)
+def _reap_workers() -> Iterator[None]:
+    """Whatever a failed test left running (supervisors, agents and their children) ends."""
+    yield
+    home = Path(os.environ["FLEET_HOME"])
+    groups: list[tuple[int, int | None]] = []
+    for sup in (home / "workers").glob("*/headless/supervisor.json"):
+        with contextlib.suppress(ValueError, OSError, KeyError):
+            data = json.loads(sup.read_text())
+            groups.append((int(data["pid"]), data.get("start_time")))
+    for path in (home / "workers").glob("*/journal.jsonl"):
+        groups += [(e.pid, e.start_time) for e in journal(path.parent.name)
+                   if isinstance(e, Started)]
+    for pgid, start_time in groups:
+        if is_alive(pgid, start_time):  # the same process, not a reused pid
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
 
 
 @pytest.fixture
