@@ -605,8 +605,12 @@ class Supervisor:
                     # still runs its SessionEnd hook, and the state must say why it ended
                     # (stopped, timeout), not merely that its session ended.
                     reason = "stopped" if self.stopping() else "timeout"
+                    partial = _partial(spec.tool, stem, None, self.clock.now())
+                    spent = dict(usage)
+                    for k, v in partial.usage.items():
+                        spent[k] = spent.get(k, 0) + v
                     event = self._exited(
-                        _partial(spec.tool, stem, None, self.clock.now()), reason=reason, code=None
+                        attrs.evolve(partial, usage=spent), reason=reason, code=None
                     )
                     self._terminate(proc)
                     _killpg(proc.pid, signal.SIGKILL)
