@@ -68,6 +68,25 @@ def test_claude_workers_on_one_profile_start_one_at_a_time(
     assert wait_started("p-b", home=home, timeout=30)
 
 
+def test_a_profile_worker_inherits_none_of_the_coordinators_credentials(
+    home: Path, repo: Repo, fake: FakeAgent, clausona: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "coordinator-profile"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "coordinator-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+    fake.plan([{"result": "FLEET_WORKER_DONE: a"}])
+    task = tmp_path / "t.md"
+    task.write_text("work\n")
+    start_worker("cred", task=task, repo=repo.path, profile="claude:default",
+                 options=fake.options(clausona=str(clausona)))
+    wait_for(lambda: [e for e in Fleet(home).log("cred") if isinstance(e, Exited)])
+    call = fake.calls()[0]
+    assert "CLAUDE_CONFIG_DIR" not in call["env"]
+    assert "ANTHROPIC_BASE_URL" not in call["env"]
+    assert call["key_sha"] == {}
+
+
 def test_another_profile_does_not_wait(
     home: Path, repo: Repo, fake: FakeAgent, clausona: Path, tmp_path: Path
 ) -> None:

@@ -672,6 +672,12 @@ def build_run(
     env_unset: list[str] = [*_SESSION_VARS, *_key_source_vars(record)]
     key_vars: tuple[str, ...] = ()
     isolated = record.config_dir is not None
+    if record.profile:
+        # clausona sets the profile's config dir and, for API profiles, its endpoint and key.
+        # It does not for the primary profile, and a subscription profile gets no credential:
+        # none of the coordinator's own (its config dir, an API key in its environment) may
+        # take the worker off the profile it was given.
+        env_unset += _CLAUDE_CREDENTIAL_VARS if record.tool == "claude" else ("CODEX_HOME",)
     if record.tool == "claude":
         if record.agent_retries is not None:
             env_set["CLAUDE_CODE_MAX_RETRIES"] = str(record.agent_retries)
