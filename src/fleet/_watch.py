@@ -39,6 +39,7 @@ from fleet._core.ids import is_worker_id
 from fleet._home import ensure_dir, journal_path, workers_dir
 from fleet._journal import append, list_workers
 from fleet._liveness import DeathWatch
+from fleet._proc import is_alive
 from fleet._store import Folded, load_folded
 
 Backend = Literal["auto", "native", "polling"]
@@ -274,8 +275,9 @@ class Watcher:
                 continue
             folded.advance()
             acc = folded.acc
-            # Still believed alive after the grace period: nobody journaled the exit.
-            if acc.live and acc.pid is not None:
+            # Still believed alive after the grace period: nobody journaled the exit. A pid
+            # journaled since (a supervisor's retry) that is alive is not the one that died.
+            if acc.live and acc.pid is not None and not is_alive(acc.pid, acc.start_time):
                 with contextlib.suppress(OSError):
                     append(self.home, worker, Vanished(ts=self.clock.now(), pid=acc.pid))
                 folded.advance()
