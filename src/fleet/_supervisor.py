@@ -19,7 +19,8 @@ timing out terminates the agent's whole process group (SIGTERM, then SIGKILL aft
 ``auth`` (401/403, not retried), ``limit`` (429 or a usage limit; ``reset_at`` when known),
 ``retries`` (overload or transient errors past ``max_attempts``), ``error`` (any other failure),
 ``timeout``, ``stopped``. Between attempts nothing is journaled but the next ``started``
-(``attempt`` > 1), so a retried run never reads as gone.
+(``attempt`` > 1), so a retried run never reads as gone; the backoff runs inside the next
+attempt's process before it execs the agent, so the journaled pid is alive throughout.
 """
 
 from __future__ import annotations
@@ -417,8 +418,8 @@ def start_time_of(pid: int) -> int | None:
 class Supervisor:
     """Runs the attempts of one :class:`RunSpec` and journals them.
 
-    ``clock`` (deadlines and timestamps), ``spawn`` (the agent process), ``pause`` (backoff
-    waits; returns early when a stop is requested) and ``rng`` (jitter) are injectable."""
+    ``clock`` (deadlines and timestamps), ``spawn`` (the agent process) and ``rng`` (backoff
+    jitter) are injectable; ``delays`` lists the backoffs chosen."""
 
     def __init__(
         self,
@@ -428,7 +429,6 @@ class Supervisor:
         base_env: Mapping[str, str] | None = None,
         clock: Clock | None = None,
         spawn: Spawner = spawn_agent,
-        pause: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.spec = spec
@@ -441,7 +441,6 @@ class Supervisor:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._stop = False
-        self._pause = pause
         self.delays: list[float] = []
 
     # stopping ---------------------------------------------------------------------------
@@ -507,14 +506,6 @@ class Supervisor:
             if pidfd >= 0:
                 os.close(pidfd)
 
-    def _sleep(self, seconds: float) -> None:
-        self.delays.append(seconds)
-        if self._pause is not None:
-            self._pause(seconds)
-            return
-        with contextlib.suppress(InterruptedError):
-            select.select([self._wake_r], [], [], seconds)
-
     def _terminate(self, proc: Proc) -> int | None:
         """SIGTERM the agent's process group, then SIGKILL it after the grace period."""
         _killpg(proc.pid, signal.SIGTERM)
@@ -568,6 +559,7 @@ class Supervisor:
         env = self.child_env()
         last: Outcome | None = None
         usage: dict[str, int] = {}
+        delay = 0.0
         for attempt in range(1, max(1, spec.max_attempts) + 1):
             if self.stopping():
                 return self._exited(last, reason="stopped", code=None)
@@ -575,6 +567,11 @@ class Supervisor:
             argv = list(spec.fallback_argv if use_fallback and spec.fallback_argv else spec.argv)
             if spec.prompt is not None:
                 argv.append(spec.prompt)
+            if delay > 0:
+                # The backoff runs inside the attempt's own process, which then becomes the
+                # agent (exec keeps the pid): the journaled pid stays alive from one attempt
+                # to the next, so nobody mistakes a retry's pause for a vanished worker.
+                argv = ["/bin/sh", "-c", _BACKOFF_SH, "fleet-backoff", f"{delay:.3f}", *argv]
             stem = out_dir / f"run-{spec.run}-{attempt}"
             with _open_private(stem.with_suffix(".out")) as out, _open_private(
                 stem.with_suffix(".err")
@@ -600,25 +597,19 @@ class Supervisor:
                 )
                 left = None if deadline is None else max(0.0, deadline - self.clock.monotonic())
                 code = self._wait(proc, left)
-                if code is None:
-                    # Journal the verdict before the agent hears of it: a terminated agent
-                    # still runs its SessionEnd hook, and the state must say why it ended
-                    # (stopped, timeout), not merely that its session ended.
-                    reason = "stopped" if self.stopping() else "timeout"
-                    partial = _partial(spec.tool, stem, None, self.clock.now())
-                    spent = dict(usage)
-                    for k, v in partial.usage.items():
-                        spent[k] = spent.get(k, 0) + v
-                    event = self._exited(
-                        attrs.evolve(partial, usage=spent), reason=reason, code=None
-                    )
-                    self._terminate(proc)
-                    _killpg(proc.pid, signal.SIGKILL)
-                    return event
-                # Whatever the agent left behind in its group (background shells) ends with
-                # it, after a moment for its last hooks (some run async) to finish writing.
-                self._linger(proc.pid, 2.0)
-                _killpg(proc.pid, signal.SIGTERM)
+            if code is None:
+                # Journal the verdict before the agent hears of it: a terminated agent still
+                # runs its last hooks, and the state must say why it ended (stopped, timeout).
+                reason = "stopped" if self.stopping() else "timeout"
+                partial = _partial(spec.tool, stem, None, self.clock.now())
+                event = self._exited(
+                    attrs.evolve(partial, usage=_add(usage, partial.usage)),
+                    reason=reason,
+                    code=None,
+                )
+                self._terminate(proc)
+                _killpg(proc.pid, signal.SIGKILL)
+                return event
             outcome = parse_output(
                 spec.tool,
                 _read_text(stem.with_suffix(".out")),
@@ -626,28 +617,42 @@ class Supervisor:
                 exit_status(code),
                 self.clock.now(),
             )
-            for k, v in outcome.usage.items():
-                usage[k] = usage.get(k, 0) + v
+            usage = _add(usage, outcome.usage)
             outcome = attrs.evolve(outcome, usage=dict(usage))
             last = outcome
-            if outcome.kind == "ok":
-                return self._exited(outcome, reason=None, code=outcome.exit_code)
-            if outcome.kind == "auth":
-                return self._exited(outcome, reason="auth", code=outcome.exit_code)
-            if outcome.kind == "limit":
-                return self._exited(outcome, reason="limit", code=outcome.exit_code)
-            if outcome.kind == "error":
-                return self._exited(outcome, reason="error", code=outcome.exit_code)
-            if attempt >= spec.max_attempts:
-                break
-            delay = backoff_delay(attempt, spec.backoff_base, spec.backoff_max, self.rng)
-            if deadline is not None and self.clock.monotonic() + delay >= deadline:
-                self._sleep(max(0.0, deadline - self.clock.monotonic()))
-                if self.stopping():
-                    return self._exited(outcome, reason="stopped", code=outcome.exit_code)
-                return self._exited(outcome, reason="timeout", code=outcome.exit_code)
-            self._sleep(delay)
+            why = _REASONS.get(outcome.kind, "retries")
+            retry = outcome.kind == "transient" and attempt < spec.max_attempts
+            if retry:
+                delay = backoff_delay(attempt, spec.backoff_base, spec.backoff_max, self.rng)
+                if deadline is not None and self.clock.monotonic() + delay >= deadline:
+                    retry, why = False, "timeout"
+            if not retry:
+                event = self._exited(outcome, reason=why, code=outcome.exit_code)
+                # Whatever the agent left running in its group (background shells) ends with
+                # it, after a moment for its last hooks (some run async) to finish writing.
+                self._linger(proc.pid, 2.0)
+                _killpg(proc.pid, signal.SIGTERM)
+                return event
+            _killpg(proc.pid, signal.SIGTERM)
+            self.delays.append(delay)
         return self._exited(last, reason="retries", code=None if last is None else last.exit_code)
+
+
+_REASONS: Final[dict[str, str | None]] = {
+    "ok": None,
+    "auth": "auth",
+    "limit": "limit",
+    "error": "error",
+    "transient": "retries",
+}
+_BACKOFF_SH: Final = 'sleep "$1"; shift; exec "$@"'
+
+
+def _add(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    out = dict(total)
+    for k, v in more.items():
+        out[k] = out.get(k, 0) + v
+    return out
 
 
 def _partial(tool: str, stem: Path, code: int | None, now: float) -> Outcome:

@@ -16,7 +16,7 @@ import attrs
 import pytest
 
 from fleet import Fleet
-from fleet._core.events import Exited, HookEvent, Started
+from fleet._core.events import Exited, HookEvent, Started, Vanished
 from fleet._proc import is_alive
 
 from ..conftest import Repo
@@ -165,7 +165,9 @@ def test_three_workers_at_once(
               "env:FLEET_TEST_KEY", "--model", "glm-test", "--backoff", "0.2", "--json"]
     for name in ("alpha", "beta", "gamma"):
         task = brief(tmp_path, name, f"task-{name}: do the {name} work.\n")
-        fleet_cli("start", name, "--task", str(task), *common, env=coordinator_env)
+        # gamma's backoffs outlast the grace after which `fleet wait` calls a dead pid vanished
+        slow = ["--backoff", "2.5"] if name == "gamma" else []
+        fleet_cli("start", name, "--task", str(task), *common, *slow, env=coordinator_env)
     # The coordinator (each `fleet start`) has exited while alpha's agent still works; the
     # supervisors carry on and journal the outcome.
     assert not any(isinstance(e, Exited) for e in journal("alpha"))
@@ -178,8 +180,14 @@ def test_three_workers_at_once(
     agent_env = Path(f"/proc/{agent.pid}/environ").read_bytes()
     assert b"ANTHROPIC_AUTH_TOKEN=" + KEY.encode() in agent_env.split(b"\0")
 
+    # A coordinator waiting on gamma (with fleet's liveness watch) is woken once: when it is
+    # done, not by the failed attempts fleet retried.
+    woke = json.loads(fleet_cli("wait", "gamma", "--timeout", "120", "--json",
+                                env=coordinator_env).stdout)
+    assert [(a["worker"], a["state"]) for a in woke["attention"]] == [("gamma", "done")]
     for name in ("alpha", "beta", "gamma"):
         exits(name)
+    assert not any(isinstance(e, Vanished) for e in journal("gamma"))
     with Fleet(home) as fleet:
         alpha, beta, gamma = (fleet.state(n) for n in ("alpha", "beta", "gamma"))
     assert (alpha.state, alpha.reason) == ("done", "claimed")
