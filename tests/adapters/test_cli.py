@@ -74,3 +74,18 @@ def test_superset_add_config_shows_then_adds_with_yes(
     assert superset.host.configs[-1]["args"] == shown["args"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "exists"
+
+
+def test_send_delivers_a_follow_up_file_through_the_registered_adapter(
+    rig: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fleet import FollowUpSent
+
+    rig.started("w1")
+    follow = rig.brief("Also update the changelog.\n", "follow.md")
+    assert main(["send", "w1", str(follow), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sent"] == str(follow)
+    sent = [e for e in rig.fleet.log("w1") if isinstance(e, FollowUpSent)]
+    assert [e.file for e in sent] == [str(follow)]
+    assert main(["send", "w1", str(follow.parent / "missing.md")]) == 1
+    assert "does not exist" in capsys.readouterr().err

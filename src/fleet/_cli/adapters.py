@@ -74,10 +74,29 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("worker")
     add_json(s)
     s.set_defaults(run=cmd_workspace_show)
+    s = wsub.add_parser("send", help="send a follow-up read from a file (same as `fleet send`)")
+    _send_args(s)
     s = wsub.add_parser("read", help="print the worker's screen or output")
     s.add_argument("worker")
     s.add_argument("--lines", type=int, default=200, metavar="N", help="lines (default 200)")
     s.set_defaults(run=cmd_workspace_read)
+
+    p = sub.add_parser(
+        "send",
+        help="send a worker a follow-up read from a file, through its adapter",
+        description="Deliver the text of FILE to the worker the way its host takes input: a "
+        "resumed session for headless workers, the terminal for Superset, the pane for herdr. "
+        "Write follow-ups to a file; never paste them on a command line. The follow-up is "
+        "journaled and the state it answers counts as seen.",
+    )
+    _send_args(p)
+
+
+def _send_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("worker")
+    p.add_argument("file", type=Path, metavar="FILE", help="the follow-up text")
+    add_json(p)
+    p.set_defaults(run=cmd_send)
 
 
 def _route_arg(p: argparse.ArgumentParser) -> None:
@@ -207,4 +226,16 @@ def cmd_workspace_read(args: argparse.Namespace) -> int:
     adapter, workspace = _workspace(args)
     text = adapter.read(workspace, lines=args.lines)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return Exit.OK
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    if not args.file.is_file():
+        raise SettingsError(f"follow-up file {args.file} does not exist")
+    adapter, workspace = _workspace(args)
+    adapter.send(workspace, args.file)
+    if args.json:
+        print_json({"worker": args.worker, "sent": str(args.file), "adapter": adapter.name})
+    else:
+        sys.stdout.write(f"sent {args.file} to {args.worker} ({adapter.name})\n")
     return Exit.OK
