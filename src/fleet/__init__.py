@@ -1,7 +1,8 @@
 """fleet: know at once which of your coding agents needs you, check their work, and retire them
 without losing a line."""
 
-from fleet._check import CheckResult, check_worker
+from typing import TYPE_CHECKING, Any
+
 from fleet._clock import Clock, MockClock, SystemClock
 from fleet._core.events import (
     Checked,
@@ -22,7 +23,6 @@ from fleet._core.events import (
 from fleet._core.fold import Envelope, ExitInfo, Policy, WorkerState, find_envelope, fold
 from fleet._core.ids import Mark, parse_mark, validate_worker_id
 from fleet._core.machine import STATES, State
-from fleet._core.routing import Choices, Plan, PlanRow, Profile, Quota, QuotaWindow, Settings, Task
 from fleet._errors import (
     FleetError,
     InvalidMark,
@@ -34,11 +34,67 @@ from fleet._errors import (
     UnknownWorker,
 )
 from fleet._fleet import Fleet
-from fleet._plan import TaskFile, load_task_file, load_tasks, plan_tasks
-from fleet._profiles import coordinator_profile, find_profile, load_profiles
-from fleet._report import ReportLine, build_report, format_report
-from fleet._retire import Retirer
-from fleet._settings import load_settings
+
+if TYPE_CHECKING:
+    from fleet._check import CheckResult, check_worker
+    from fleet._core.routing import (
+        Choices,
+        Plan,
+        PlanRow,
+        Profile,
+        Quota,
+        QuotaWindow,
+        Settings,
+        Task,
+    )
+    from fleet._plan import TaskFile, load_task_file, load_tasks, plan_tasks
+    from fleet._profiles import coordinator_profile, find_profile, load_profiles
+    from fleet._report import ReportLine, build_report, format_report
+    from fleet._retire import Retirer
+    from fleet._settings import load_settings
+
+# Imported on first use: every `fleet` command and every hook-adjacent script imports this
+# package, and most of them never need git checks, routing or reports.
+_LAZY = {
+    "CheckResult": "fleet._check",
+    "check_worker": "fleet._check",
+    "Choices": "fleet._core.routing",
+    "Plan": "fleet._core.routing",
+    "PlanRow": "fleet._core.routing",
+    "Profile": "fleet._core.routing",
+    "Quota": "fleet._core.routing",
+    "QuotaWindow": "fleet._core.routing",
+    "Settings": "fleet._core.routing",
+    "Task": "fleet._core.routing",
+    "TaskFile": "fleet._plan",
+    "load_task_file": "fleet._plan",
+    "load_tasks": "fleet._plan",
+    "plan_tasks": "fleet._plan",
+    "coordinator_profile": "fleet._profiles",
+    "find_profile": "fleet._profiles",
+    "load_profiles": "fleet._profiles",
+    "ReportLine": "fleet._report",
+    "build_report": "fleet._report",
+    "format_report": "fleet._report",
+    "Retirer": "fleet._retire",
+    "load_settings": "fleet._settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fleet' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "STATES",

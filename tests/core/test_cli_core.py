@@ -83,3 +83,30 @@ def test_warm_cache_equals_full_replay(home: Path, tmp_path: Path) -> None:
     assert warm == replay
     assert cold != warm
     assert [s.state for s in warm] == ["stopped", "quiet", "stopped", "quiet", "stopped"]
+
+
+def test_every_command_is_mapped_to_the_module_that_defines_it() -> None:
+    import argparse
+    import importlib
+
+    from fleet._cli import COMMAND_MODULES, COMMANDS
+
+    defined: dict[str, str] = {}
+    for name in COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(name).add_parser(sub)
+        for command in sub.choices:
+            defined[command] = name
+    assert defined == COMMANDS
+
+
+def test_global_home_option_before_the_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "--home", str(tmp_path / "h"), "status", "--json")
+    assert code == 0 and json.loads(out) == []
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("fleet ")

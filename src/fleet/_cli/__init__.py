@@ -15,13 +15,41 @@ from fleet._errors import FleetError
 #: Command modules, in the order their commands appear in ``fleet --help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.core",
-    "fleet._cli.hooks",
     "fleet._cli.watch",
+    "fleet._cli.run",
     "fleet._cli.finish",
     "fleet._cli.plan",
-    "fleet._cli.run",
+    "fleet._cli.hooks",
     "fleet._cli.adapters",
 )
+
+#: Which module defines each command, so a command imports only its own module (a test keeps
+#: this in step with the modules). `fleet wait` in a coordinator's loop should not pay for
+#: importing the code of `fleet plan` or the Superset client.
+COMMANDS: dict[str, str] = {
+    "register": "fleet._cli.core",
+    "status": "fleet._cli.core",
+    "log": "fleet._cli.core",
+    "seen": "fleet._cli.core",
+    "wait": "fleet._cli.watch",
+    "watch": "fleet._cli.watch",
+    "start": "fleet._cli.run",
+    "stop": "fleet._cli.run",
+    "run": "fleet._cli.run",
+    "check": "fleet._cli.finish",
+    "retire": "fleet._cli.finish",
+    "report": "fleet._cli.finish",
+    "demo": "fleet._cli.finish",
+    "profiles": "fleet._cli.plan",
+    "settings": "fleet._cli.plan",
+    "plan": "fleet._cli.plan",
+    "hooks": "fleet._cli.hooks",
+    "trust": "fleet._cli.hooks",
+    "doctor": "fleet._cli.hooks",
+    "superset": "fleet._cli.adapters",
+    "workspace": "fleet._cli.adapters",
+    "send": "fleet._cli.adapters",
+}
 
 DESCRIPTION = """\
 Know at once which of your coding agents needs you, check their work, and retire them
@@ -34,7 +62,19 @@ handles it, and passes the printed mark back with --seen (or `fleet seen`).
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """--version, looking the version up only when asked (importlib.metadata is slow)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show fleet's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"fleet {_version()}\n")
+        parser.exit()
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (``only``) one with just the module that defines that command."""
     parser = argparse.ArgumentParser(
         prog="fleet",
         description=DESCRIPTION,
@@ -46,11 +86,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="fleet's state directory (default: $FLEET_HOME, else the user state dir)",
     )
-    parser.add_argument("--version", action="version", version=f"fleet {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[only]] if only in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command word in ``argv``, skipping the global options."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--home":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _version() -> str:
@@ -63,8 +116,9 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(words))
+    args = parser.parse_args(words)
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help()
@@ -79,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.REFUSED if isinstance(exc, PermissionError) else Exit.ERROR
     except BrokenPipeError:
         return Exit.OK
+    except OSError as exc:  # a missing or unreadable file named on the command line, say
+        where = f": {exc.filename}" if exc.filename else ""
+        sys.stderr.write(f"fleet: {exc.strerror or _one_line(exc)}{where}\n")
+        return Exit.ERROR
 
 
 def _one_line(exc: BaseException) -> str:
