@@ -105,33 +105,36 @@ class JournalReader:
         self.reset = False
 
     def read(self) -> list[tuple[int, Event]]:
+        """The complete lines appended since the last call, decoded, with their seq."""
+        first, lines = self.read_lines()
+        return [(first + n, decode_line(line)) for n, line in enumerate(lines)]
+
+    def read_lines(self) -> tuple[int, list[bytes]]:
+        """The complete lines appended since the last call, raw (without newlines), and the
+        seq of the first."""
         self.reset = False
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            return []
+            return self.seq, []
         try:
             st = os.fstat(fd)
             if (self.ino is not None and st.st_ino != self.ino) or st.st_size < self.offset:
                 self.offset, self.seq, self.reset = 0, 0, True
             self.ino = st.st_ino
             if st.st_size == self.offset:
-                return []
+                return self.seq, []
             os.lseek(fd, self.offset, os.SEEK_SET)
             data = _read_all(fd, st.st_size - self.offset)
         finally:
             os.close(fd)
         end = data.rfind(b"\n")
         if end < 0:
-            return []
+            return self.seq, []
         self.offset += end + 1
-        out: list[tuple[int, Event]] = []
-        seq = self.seq
-        for line in data[:end].split(b"\n"):
-            out.append((seq, decode_line(line)))
-            seq += 1
-        self.seq = seq
-        return out
+        lines = data[:end].split(b"\n")
+        first, self.seq = self.seq, self.seq + len(lines)
+        return first, lines
 
 
 def _read_all(fd: int, size: int) -> bytes:

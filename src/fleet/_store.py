@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from fleet._core.fold import Accumulator, Policy, WorkerState, feed, snapshot
+from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
 from fleet._journal import JournalReader, list_workers
 
@@ -39,12 +39,12 @@ class Folded:
 
     def advance(self) -> bool:
         """Fold whatever was appended since the last call; True when anything changed."""
-        events = self.reader.read()
+        first, lines = self.reader.read_lines()
         if self.reader.reset:
             self.acc = Accumulator()
-        if not events and not self.reader.reset:
+        if not lines and not self.reader.reset:
             return False
-        feed(self.acc, events, self.worker)
+        feed_lines(self.acc, lines, first, self.worker)
         return True
 
     def state(self, now: float, policy: Policy, seen: Iterable[str] = ()) -> WorkerState:

@@ -359,3 +359,42 @@ def test_attention_is_a_function_of_state_and_seen(events: list[ev.Event], now: 
     state = fold(W, events, now)
     assert state.needs_attention == (state.state in ATTENTION_STATES and not state.seen)
     assert not fold(W, events, now, seen=[state.mark]).needs_attention
+
+
+@given(
+    journals(),
+    st.lists(
+        st.sampled_from(
+            [
+                b"",
+                b"junk",
+                b"[1]",
+                b'{"v":1}',
+                b'{"v":1,"ts":true,"src":"claude","type":"PreToolUse"}',
+                b'{"v":1,"ts":5,"src":"claude","type":["PreToolUse"]}',
+                b'{"v":"1","ts":5,"src":"claude","type":"PreToolUse"}',
+                b'{"v":1,"ts":1050,"src":"codex","type":"PostToolUse","session_id":7}',
+            ]
+        ),
+        max_size=6,
+    ),
+    st.data(),
+)
+def test_feeding_raw_lines_equals_decoding_then_stepping(
+    events: list[ev.Event], junk: list[bytes], data: st.DataObject
+) -> None:
+    from fleet._core.events import decode_line, encode_line
+    from fleet._core.fold import feed_lines
+
+    lines = [encode_line(e)[:-1] for e in events]
+    for bad in junk:
+        lines.insert(data.draw(st.integers(0, len(lines))), bad)
+    expected = Accumulator()
+    for seq, line in enumerate(lines):
+        step(expected, seq, decode_line(line), W)
+    got = Accumulator()
+    cut = data.draw(st.integers(0, len(lines)))
+    feed_lines(got, lines[:cut], 0, W)
+    feed_lines(got, lines[cut:], cut, W)
+    assert got.to_dict() == expected.to_dict()
+    assert snapshot(W, got, 1080.0) == snapshot(W, expected, 1080.0)

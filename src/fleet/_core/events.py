@@ -321,6 +321,11 @@ def decode_line(line: bytes) -> Event:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return Unreadable(line=_text(line), error=f"invalid JSON: {exc}")
+    return decode_loaded(obj, line)
+
+
+def decode_loaded(obj: Any, line: bytes) -> Event:
+    """The event of a line already parsed into ``obj`` (which this may reuse); never raises."""
     return _decode(obj, "" if type(obj) is dict else _text(line))
 
 

@@ -33,8 +33,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
+import orjson
 
 from fleet._core.events import (
+    HOOK_SOURCES,
     Checked,
     Event,
     Exited,
@@ -48,6 +50,8 @@ from fleet._core.events import (
     Started,
     Unreadable,
     Vanished,
+    decode_line,
+    decode_loaded,
     event_type,
 )
 from fleet._core.ids import format_mark
@@ -522,6 +526,51 @@ def feed(acc: Accumulator, events: Iterable[tuple[int, Event]], worker: str = ""
     for seq, event in events:
         step(acc, seq, event, worker)
     return acc
+
+
+def feed_lines(
+    acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str = ""
+) -> Accumulator:
+    """Fold raw journal lines (without newlines), the first being line ``seq``.
+
+    Gives exactly what decoding each line and calling :func:`step` gives (a test compares them
+    on random journals), but folds the common line, more activity from a working worker,
+    straight from the parsed JSON: a cold ``fleet status`` reads a million of them."""
+    loads = orjson.loads
+    for line in lines:
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError:
+            step(acc, seq, decode_line(line), worker)
+            seq += 1
+            continue
+        if acc.state == "working" and acc.last_event is not None and type(obj) is dict:
+            kind, src = obj.get("type"), obj.get("src")
+            raw_ts: Any = obj.get("ts")
+            if (
+                type(kind) is str
+                and kind in ACTIVITY_HOOKS
+                and type(src) is str
+                and src in HOOK_SOURCES
+                and type(raw_ts) in _NUMBER
+                and type(obj.get("v")) is int
+            ):
+                ts = float(raw_ts)
+                acc.events += 1
+                acc.last_seq = seq
+                acc.last_event, acc.last_event_ts = kind, ts
+                _touch(acc, ts)
+                session = obj.get("session_id")
+                if session and type(session) is str:
+                    acc.session_id = session
+                seq += 1
+                continue
+        step(acc, seq, decode_loaded(obj, line), worker)
+        seq += 1
+    return acc
+
+
+_NUMBER: Final = (float, int)
 
 
 def snapshot(
