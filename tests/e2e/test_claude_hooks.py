@@ -87,7 +87,7 @@ def test_headless_turn_with_tools_stops_then_session_end_is_gone(
     assert run.result["is_error"] is False
     events = journal("w1")
     assert synchronous(events) == ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"]
-    assert tool_hooks(events) == ["PostToolUse"] * 2 + ["PreToolUse"] * 2
+    assert tool_hooks(events) == ["PostToolUse"] * 2
     stop = next(e for e in events if isinstance(e, HookEvent) and e.hook == "Stop")
     assert stop.get("last_assistant_message") == "Ran both commands."
     assert state_sequence("w1", events) == [
@@ -115,7 +115,7 @@ def test_headless_done_envelope_is_claimed(
     assert run.returncode == 0, run.describe()
     events = journal("w1")
     assert synchronous(events) == ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"]
-    assert tool_hooks(events) == ["PostToolUse", "PreToolUse"]
+    assert tool_hooks(events) == ["PostToolUse"]
     assert state_sequence("w1", events) == [*STARTED, ("done", "claimed")]
     final = fold("w1", events, now=time.time())
     assert final.envelope is not None and final.envelope.text == "parser fixed, tests pass"

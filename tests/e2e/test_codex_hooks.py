@@ -4,6 +4,8 @@ entries Codex needs): exec runs, an interrupted run, and the TUI with no bypass 
 from __future__ import annotations
 
 import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +47,7 @@ def test_exec_tool_call_then_stop(codex: CodexSetup, openai: FakeOpenAI, repo: R
     events = journal("c1")
     # No --dangerously-bypass-hook-trust: the hooks ran because fleet wrote their trust.
     assert hooks_of(events) == [
-        "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd",
+        "SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd",
     ]
     assert all(e.src == "codex" for e in events[1:])
     assert state_sequence("c1", events) == [
@@ -56,18 +58,26 @@ def test_exec_tool_call_then_stop(codex: CodexSetup, openai: FakeOpenAI, repo: R
     assert openai.api_keys() == [codex.api_key] * 2
 
 
+def wait_for_path(path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} did not appear within {timeout:g}s")
+        time.sleep(0.05)
+
+
 def test_exec_interrupted_by_sigint(codex: CodexSetup, openai: FakeOpenAI, repo: Repo) -> None:
     codex_worker(codex, repo)
-    openai.script([shell("sleep 60"), say("never reached")])
+    openai.script([shell("touch started.flag && sleep 60"), say("never reached")])
 
     proc = codex.spawn_exec("wait a minute", cwd=repo.path)
-    wait_for_journal("c1", has_hook("PreToolUse"), timeout=60)
+    wait_for_path(repo.path / "started.flag", timeout=60)  # the tool is running
     proc.send_signal(signal.SIGINT)
     proc.wait(30)
 
     events = wait_for_journal("c1", has_hook("SessionEnd"), timeout=30)
     assert hooks_of(events) == [
-        "SessionStart", "UserPromptSubmit", "PreToolUse", "Interrupt", "SessionEnd",
+        "SessionStart", "UserPromptSubmit", "Interrupt", "SessionEnd",
     ]
     # The session's end keeps the more telling state.
     assert state_sequence("c1", events) == [*STARTED, ("stopped", "interrupted")]
@@ -96,6 +106,6 @@ def test_tui_runs_pre_trusted_hooks(
         raise AssertionError(f"{exc}\n{pane.screen()}") from None
     assert (repo.path / "tui.txt").read_text() == "tui\n"
     assert hooks_of(events) == [
-        "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+        "SessionStart", "UserPromptSubmit", "PostToolUse", "Stop",
     ]
     assert state_sequence("c1", events) == [*STARTED, ("stopped", "turn_end")]

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -281,11 +282,19 @@ def test_codex_worker(
 def test_stop_a_running_worker(
     flaky: FlakyAnthropic, coordinator_env: dict[str, str], repo: Repo, tmp_path: Path
 ) -> None:
-    flaky.script([bash("sleep 60", delay=0.2)], key="task-long")
+    flaky.script([bash("touch started.flag && sleep 60", delay=0.2)], key="task-long")
     task = brief(tmp_path, "long", "task-long: sleep.\n")
     fleet_cli("start", "long", "--task", str(task), "--repo", str(repo.path), "--endpoint",
               flaky.url, "--key-from", "env:FLEET_TEST_KEY", env=coordinator_env)
-    events = wait_for_journal("long", lambda evs: "PreToolUse" in hooks_of(evs), timeout=60)
+    events = wait_for_journal(
+        "long", lambda evs: any(isinstance(e, Started) for e in evs), timeout=60
+    )
+    worktree = Fleet().state("long").worktree
+    assert worktree is not None
+    deadline = time.monotonic() + 60
+    while not (Path(worktree) / "started.flag").exists():  # the tool is running
+        assert time.monotonic() < deadline, "the agent never started its tool"
+        time.sleep(0.05)
     agent = next(e for e in events if isinstance(e, Started))
     out = fleet_cli("stop", "long", "--json", env=coordinator_env)
     state = json.loads(out.stdout)
