@@ -22,7 +22,6 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -32,6 +31,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from fleet._errors import SettingsError, ToolError
+from fleet._files import atomic_write
 from fleet._home import resolve_home
 from fleet._runner import Runner, SubprocessRunner
 
@@ -242,24 +242,9 @@ def write_file(path: Path, content: bytes, *, backup: bool = True) -> Path | Non
         mode, exists = 0o600, False
     if exists and backup:
         saved = real.with_name(real.name + BACKUP_SUFFIX)
-        _atomic_write(saved, real.read_bytes(), mode)
-    _atomic_write(real, content, mode)
+        atomic_write(saved, real.read_bytes(), mode)
+    atomic_write(real, content, mode)
     return saved
-
-
-def _atomic_write(path: Path, content: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read_toml(path: Path) -> tuple[tomlkit.TOMLDocument, bytes | None]:

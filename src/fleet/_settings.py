@@ -22,13 +22,13 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from fleet._core.routing import Settings
 from fleet._errors import SettingsError
+from fleet._files import atomic_write
 
 FILE_NAME: Final = "fleet.json"
 LEGACY_NAME: Final = "superset-fleet.json"
@@ -153,18 +153,7 @@ def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
     target = path.resolve() if path.is_symlink() else path
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(target, text.encode("utf-8"), mode)
 
 
 def _update(path: str | os.PathLike[str] | None, key: str, value: Any) -> Path:

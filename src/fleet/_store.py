@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import tempfile
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -21,6 +20,7 @@ from typing import Any, Final
 import orjson
 
 from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
+from fleet._files import atomic_write
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
 from fleet._journal import JournalReader, list_workers
 
@@ -76,15 +76,9 @@ class FoldCache:
     def save(self, entries: dict[str, Any]) -> None:
         ensure_dir(self.path.parent)
         payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".fold-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(payload)
-            os.chmod(tmp, FILE_MODE)
-            os.replace(tmp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        # A cache is only ever a shortcut: losing it to a crash costs a replay, so no fsync.
+        with contextlib.suppress(OSError):
+            atomic_write(self.path, payload, FILE_MODE, fsync=False)
 
 
 def _from_cache(home: Path, worker: str, entry: Any) -> Folded | None:

@@ -50,6 +50,7 @@ from fleet._core.events import Exited, HandedOver, Started
 from fleet._core.fold import WorkerState
 from fleet._core.ids import validate_worker_id
 from fleet._errors import FleetError, Refused, SettingsError, ToolError
+from fleet._files import atomic_write
 from fleet._git import Git
 from fleet._home import DIR_MODE, FILE_MODE, resolve_home, worker_dir
 from fleet._keys import parse_key_source, resolve_key
@@ -220,11 +221,7 @@ _converter = cattrs.Converter()
 
 def _write_private(path: Path, data: bytes) -> None:
     path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    atomic_write(path, data, FILE_MODE, fsync=False)
 
 
 @attrs.frozen(kw_only=True)
