@@ -17,6 +17,7 @@ from fleet._core.routing import (
     QuotaWindow,
     Settings,
     assess,
+    format_duration,
 )
 from fleet._errors import SettingsError
 from fleet._plan import load_task_file, plan_json, plan_tasks
@@ -175,16 +176,6 @@ def _pct(w: QuotaWindow | None) -> str:
     return "-" if w is None else f"{w.used_percent:.0f}%"
 
 
-def _age(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.0f}h"
-    return f"{seconds / 86400:.0f}d"
-
-
 def _window_json(w: QuotaWindow | None) -> dict[str, Any] | None:
     if w is None:
         return None
@@ -247,7 +238,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
             state = "unknown"
         else:
             stale = item["quota"]["stale"]
-            state = q.state + (f" ({_age(q.age(now) or 0.0)} old)" if stale else "")
+            state = q.state + (f" ({format_duration(q.age(now) or 0.0)} old)" if stale else "")
         scoped = "-" if q is None or q.scoped is None else f"{q.scoped.label} {_pct(q.scoped)}"
         head = p.headroom
         rows.append([

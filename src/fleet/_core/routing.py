@@ -376,7 +376,7 @@ def _resets(w: QuotaWindow, now: float | None) -> str:
     if w.resets_at <= now:
         # The reading predates the reset; only a refresh can say what is left now.
         return " (its reset time has passed: `clausona list --refresh`)"
-    return f" (resets in {_duration(w.resets_at - now)})"
+    return f" (resets in {format_duration(w.resets_at - now)})"
 
 
 def quota_problems(
@@ -440,7 +440,7 @@ def assess(
     q = profile.quota
     if q is not None and not profile.is_api:
         if q.is_stale(now, stale_after):
-            notes.append(f"quota reading is {_duration(q.age(now) or 0.0)} old")
+            notes.append(f"quota reading is {format_duration(q.age(now) or 0.0)} old")
         if q.scoped is not None and q.scoped.used_percent >= settings.max_usage and not model:
             notes.append(
                 f"{q.scoped.label} limit at {_pct(q.scoped.used_percent)}: not for {q.scoped.label}"
@@ -460,7 +460,8 @@ def _in_pool(profile: Profile, names: Sequence[str]) -> bool:
     return False
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """A short duration for people: 45s, 12m, 5h, 3d."""
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:
@@ -776,7 +777,7 @@ def _notes(
         return notes
     if q.is_stale(now, stale_after):
         notes.append(
-            f"{p.name}'s quota reading is {_duration(q.age(now) or 0.0)} old "
+            f"{p.name}'s quota reading is {format_duration(q.age(now) or 0.0)} old "
             "(`clausona list --refresh` updates it)"
         )
     if q.scoped is not None and q.scoped.used_percent >= settings.max_usage and not model:
