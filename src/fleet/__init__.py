@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet._clock import Clock, MockClock, SystemClock
 from fleet._core.events import (
+    Attached,
     Checked,
     Event,
     Exited,
@@ -98,6 +99,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "STATES",
+    "Attached",
     "CheckResult",
     "Checked",
     "Choices",

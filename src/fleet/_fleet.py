@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
-from fleet._core.events import Event, FollowUpSent, Registered, Seen
+from fleet._core.events import Attached, Event, FollowUpSent, Registered, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
 from fleet._errors import UnknownWorker
@@ -104,6 +104,12 @@ class Fleet:
         )
         _journal.index_worktree(self.home, worker, path)
         return self.state(worker)
+
+    def attach(self, worker: str, handle: dict[str, str]) -> None:
+        """Journal handles the host reported after registration (a terminal or pane id); they
+        are merged into the registered ones, whatever state the worker is in."""
+        _journal.require(self.home, validate_worker_id(worker))
+        self.record(worker, Attached(ts=self.clock.now(), src=self.src, handle=dict(handle)))
 
     def seen(self, *marks: str) -> None:
         """Record marks as handled: those states no longer wake ``wait``."""
@@ -212,7 +218,11 @@ class Fleet:
     # -- headless workers (fleet.adapters.headless) -----------------------------------------
 
     def start(
-        self, worker: str, *, task: str | os.PathLike[str], repo: str | os.PathLike[str],
+        self,
+        worker: str,
+        *,
+        task: str | os.PathLike[str],
+        repo: str | os.PathLike[str],
         **options: Any,
     ) -> WorkerState:
         """Start a headless worker (``claude -p`` / ``codex exec``) in a new worktree under a
@@ -221,8 +231,9 @@ class Fleet:
         small_model, tool, permission_mode, effort, base, timeout, ...)."""
         from fleet.adapters.headless import start_worker
 
-        return start_worker(worker, task=task, repo=repo, home=self.home, clock=self.clock,
-                            **options)
+        return start_worker(
+            worker, task=task, repo=repo, home=self.home, clock=self.clock, **options
+        )
 
     def stop(self, worker: str, *, timeout: float = 30.0) -> WorkerState:
         """Stop a headless worker; its state then reads gone(stopped)."""

@@ -64,6 +64,7 @@ def coordinator_events(worker: str = "w1") -> st.SearchStrategy[ev.Event]:
     return st.one_of(
         st.builds(ev.Registered, ts=ts_values, worktree=st.just("/tmp/w"), profile=st.just("p")),
         st.builds(ev.Started, ts=ts_values, pid=st.integers(1, 99999)),
+        st.builds(ev.Attached, ts=ts_values, handle=st.just({"terminal": "t1"})),
         st.builds(
             ev.Exited,
             ts=ts_values,

@@ -199,6 +199,11 @@ CASES: list[tuple[str, list[ev.Event], tuple[str, str]]] = [
     ),
     ("retired", [reg(), ev.Retired(ts=3)], ("retired", "retired")),
     (
+        "attached handles keep the state",
+        [reg(), hook(2, "UserPromptSubmit"), ev.Attached(ts=3, handle={"terminal": "t"})],
+        ("working", "active"),
+    ),
+    (
         "retired is terminal",
         [reg(), ev.Retired(ts=3), hook(4, "UserPromptSubmit"), ev.Registered(ts=5)],
         ("retired", "retired"),
@@ -398,3 +403,14 @@ def test_feeding_raw_lines_equals_decoding_then_stepping(
     feed_lines(got, lines[cut:], cut, W)
     assert got.to_dict() == expected.to_dict()
     assert snapshot(W, got, 1080.0) == snapshot(W, expected, 1080.0)
+
+
+def test_attached_handles_merge_into_the_registered_ones() -> None:
+    events: list[ev.Event] = [
+        ev.Registered(ts=1, worktree="/w", handle={"workspace": "ws1"}),
+        hook(2, "UserPromptSubmit"),
+        ev.Attached(ts=3, handle={"terminal": "t9"}),
+    ]
+    state = fold(W, events, 5)
+    assert state.handle == {"workspace": "ws1", "terminal": "t9"}
+    assert (state.state, state.seq) == ("working", 1)

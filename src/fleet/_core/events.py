@@ -93,6 +93,16 @@ class Registered:
 
 
 @attrs.frozen(kw_only=True)
+class Attached:
+    """The host reported more handles for a worker after its registration (the terminal a
+    launch opened, say). Merged into the registered handles; the state does not change."""
+
+    ts: float
+    src: str = "fleet"
+    handle: dict[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
 class Started:
     """A worker process was launched; ``start_time`` tells a reused pid apart."""
 
@@ -212,6 +222,7 @@ class Unreadable:
 
 CoordinatorEvent: TypeAlias = (
     Registered
+    | Attached
     | Started
     | Exited
     | Vanished
@@ -227,6 +238,7 @@ Event: TypeAlias = HookEvent | CoordinatorEvent | UnknownEvent | Unreadable
 #: The explicit tagged union of coordinator events: the journal ``type`` of each class.
 TAGS: Final[Mapping[str, type[CoordinatorEvent]]] = {
     "registered": Registered,
+    "attached": Attached,
     "started": Started,
     "exited": Exited,
     "vanished": Vanished,

@@ -37,6 +37,7 @@ import orjson
 
 from fleet._core.events import (
     HOOK_SOURCES,
+    Attached,
     Checked,
     Event,
     Exited,
@@ -414,6 +415,9 @@ def _record(event: Event, acc: Accumulator) -> tuple[str, str] | None:
         if event.handle:
             acc.handle = dict(event.handle)
         return ("register", "registered")
+    if isinstance(event, Attached):
+        acc.handle = {**acc.handle, **event.handle}
+        return None
     if isinstance(event, Started):
         _touch(acc, event.ts)
         acc.pid, acc.start_time, acc.live = event.pid, event.start_time, True
@@ -528,9 +532,7 @@ def feed(acc: Accumulator, events: Iterable[tuple[int, Event]], worker: str = ""
     return acc
 
 
-def feed_lines(
-    acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str = ""
-) -> Accumulator:
+def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str = "") -> Accumulator:
     """Fold raw journal lines (without newlines), the first being line ``seq``.
 
     Gives exactly what decoding each line and calling :func:`step` gives (a test compares them

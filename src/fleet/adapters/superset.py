@@ -554,8 +554,8 @@ class SupersetAdapter:
         handle = {**workspace.handle, "terminal": str(result.get("sessionId") or "")}
         if not handle["terminal"]:
             raise ToolError(f"Superset started an agent without a terminal id: {result}")
-        if self.fleet.state(spec.worker).state == "starting":
-            self._journal(spec, workspace, handle)
+        # The agent's hooks may already have moved the worker on: attach, do not re-register.
+        self.fleet.attach(spec.worker, {"terminal": handle["terminal"]})
         return handle
 
     def read(self, workspace: Workspace, *, lines: int = 200) -> str:
