@@ -89,3 +89,33 @@ def test_send_delivers_a_follow_up_file_through_the_registered_adapter(
     assert [e.file for e in sent] == [str(follow)]
     assert main(["send", "w1", str(follow.parent / "missing.md")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_hand_over_moves_the_task_to_another_profile(
+    rig: Rig, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from fleet import HandedOver
+
+    _ws, spec = rig.started("w1")
+    assert main(["hand-over", "w1"]) == 1
+    assert "--profile or --model" in capsys.readouterr().err
+    code = main(
+        [
+            "hand-over",
+            "w1",
+            "--profile",
+            "claude:side",
+            "--brief",
+            str(spec.brief),
+            "--config-dir",
+            str(tmp_path / "side-config"),
+            "--json",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    assert out["profile"] == "claude:side"
+    handed = [e for e in rig.fleet.log("w1") if isinstance(e, HandedOver)]
+    assert [e.profile for e in handed] == ["claude:side"]
+    state = rig.fleet.state("w1")
+    assert (state.state, state.profile) == ("starting", "claude:side")

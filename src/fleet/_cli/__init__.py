@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "superset": "fleet._cli.adapters",
     "workspace": "fleet._cli.adapters",
     "send": "fleet._cli.adapters",
+    "hand-over": "fleet._cli.adapters",
 }
 
 DESCRIPTION = """\

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet._cli._common import Exit, add_json, print_json
-from fleet._errors import SettingsError
+from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet.adapters._base import Workspace
 
@@ -90,6 +90,35 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "journaled and the state it answers counts as seen.",
     )
     _send_args(p)
+
+    p = sub.add_parser(
+        "hand-over",
+        help="move a worker's task to another profile or model, in the same worktree",
+        description="When a worker hit a usage limit or is stuck, start its task again on another "
+        "profile (or model) in the same workspace and worktree, through the worker's adapter: "
+        "the new agent is told where the brief is and what its predecessor did; the old "
+        "terminal or pane is closed. The hand-over is journaled and the worker starts over in "
+        "`starting`. Pick the profile with `fleet profiles` or `fleet plan`.",
+    )
+    p.add_argument("worker")
+    p.add_argument("--profile", metavar="P", help="clausona profile to hand the task to")
+    p.add_argument("--model", metavar="M", help="model to run")
+    p.add_argument(
+        "--brief",
+        type=Path,
+        metavar="FILE",
+        help="the task's brief (default: the one the worker was started with)",
+    )
+    p.add_argument("--permission-mode", metavar="MODE")
+    p.add_argument("--effort", metavar="LEVEL")
+    p.add_argument(
+        "--config-dir",
+        type=Path,
+        metavar="DIR",
+        help="the profile's config dir (default: from `clausona list --json`)",
+    )
+    add_json(p)
+    p.set_defaults(run=cmd_hand_over)
 
 
 def _send_args(p: argparse.ArgumentParser) -> None:
@@ -175,8 +204,13 @@ def cmd_superset_add_config(args: argparse.Namespace) -> int:
         except MissingAgentConfig as missing:
             if args.yes:
                 raise
-            result = {"status": "missing", "id": None, "label": missing.label,
-                      "command": missing.command, "args": missing.config_args}
+            result = {
+                "status": "missing",
+                "id": None,
+                "label": missing.label,
+                "command": missing.command,
+                "args": missing.config_args,
+            }
     if args.json:
         print_json(result)
     else:
@@ -239,3 +273,74 @@ def cmd_send(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(f"sent {args.file} to {args.worker} ({adapter.name})\n")
     return Exit.OK
+
+
+def cmd_hand_over(args: argparse.Namespace) -> int:
+    from fleet.adapters._base import LaunchSpec
+
+    if args.profile is None and args.model is None:
+        raise SettingsError("name the --profile or --model to hand the task to")
+    adapter, workspace = _workspace(args)
+    with Fleet(args.home) as fleet:
+        state = fleet.state(args.worker)
+    brief = args.brief or _started_brief(args)
+    if brief is None:
+        raise SettingsError(f"say which brief {args.worker} works on: --brief FILE")
+    if not brief.is_file():
+        raise SettingsError(f"brief {brief} does not exist")
+    config_dir = args.config_dir
+    if config_dir is None and args.profile is not None:
+        config_dir = _profile_config_dir(args.profile)
+    spec = LaunchSpec(
+        worker=args.worker,
+        tool=state.tool or "claude",
+        brief=brief,
+        profile=args.profile or state.profile,
+        model=args.model,
+        permission_mode=args.permission_mode,
+        effort=args.effort,
+        config_dir=config_dir,
+    )
+    adapter.trust(workspace, spec)
+    handle = dict(adapter.hand_over(workspace, spec))
+    if args.json:
+        print_json(
+            {
+                "worker": args.worker,
+                "profile": spec.profile,
+                "model": spec.model,
+                "handle": handle,
+                "adapter": adapter.name,
+            }
+        )
+    else:
+        sys.stdout.write(
+            f"handed {args.worker} over to {spec.profile or '-'}"
+            f"{f' ({spec.model})' if spec.model else ''} via {adapter.name}\n"
+        )
+    return Exit.OK
+
+
+def _started_brief(args: argparse.Namespace) -> Path | None:
+    """The brief a headless worker was started with, from its launch record."""
+    from fleet._home import resolve_home, worker_dir
+
+    record = worker_dir(resolve_home(args.home), args.worker) / "headless" / "launch.json"
+    try:
+        import json
+
+        brief = json.loads(record.read_text()).get("brief")
+    except (OSError, ValueError):
+        return None
+    return Path(brief) if isinstance(brief, str) else None
+
+
+def _profile_config_dir(name: str) -> Path | None:
+    from fleet._profiles import find_profile, load_profiles
+
+    try:
+        return find_profile(name, load_profiles()).config_dir
+    except FleetError:
+        # No clausona here, or it does not know the profile: the adapter answers the trust
+        # prompt on screen where it can.
+        return None
