@@ -612,8 +612,14 @@ def plan(
     named_pool = bool(choices.use) or settings.workers is not None
 
     ctx = _Context(
-        profiles=profiles, settings=settings, coordinator=coordinator, coord_tool=coord_tool,
-        now=now, pool=pool, named_pool=named_pool, stale_after=stale_after,
+        profiles=profiles,
+        settings=settings,
+        coordinator=coordinator,
+        coord_tool=coord_tool,
+        now=now,
+        pool=pool,
+        named_pool=named_pool,
+        stale_after=stale_after,
         pool_label="not among the profiles named" if choices.use else "not in workers",
     )
     counts: dict[str, int] = {p.name: 0 for p in profiles}
@@ -845,8 +851,7 @@ def _choose(
     if not candidates:
         tool = f" {task.tool}" if task.tool else ""
         if outside:
-            skipped.append(f"{outside} other{tool} profile{'s' * (outside != 1)}: "
-                           f"{ctx.pool_label}")
+            skipped.append(f"{outside} other{tool} profile{'s' * (outside != 1)}: {ctx.pool_label}")
         detail = " | ".join(skipped) if skipped else f"clausona lists no{tool} profiles"
         return _unrouted(task, f"no eligible profile ({detail})")
 
