@@ -94,6 +94,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _parser_of(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (the whole parser when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    return parser
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """The command word in ``argv``, skipping the global options."""
     skip = False
@@ -122,8 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(words)
     run = getattr(args, "run", None)
     if run is None:
-        parser.print_help()
-        return Exit.USAGE if args.command is None else Exit.OK
+        # `fleet` alone, or a command group without its subcommand (`fleet superset`): the
+        # help of what was typed, and a usage error, as `fleet hooks` does.
+        _parser_of(parser, args.command).print_help()
+        return Exit.USAGE
     try:
         return int(run(args))
     except KeyboardInterrupt:

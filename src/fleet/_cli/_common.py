@@ -58,6 +58,33 @@ def print_json(value: Any, *, pretty: bool = True) -> None:
     sys.stdout.flush()
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a duration in seconds, 0 or more (a usage error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):  # `not >=` also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text!r}")
+    return value
+
+
+def count(text: str, minimum: int = 0) -> int:
+    """An argparse type: a whole number, ``minimum`` or more (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {text!r}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """An argparse type: a whole number, 1 or more."""
+    return count(text, 1)
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for programs")
 

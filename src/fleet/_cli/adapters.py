@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet._cli._common import Exit, add_json, print_json
+from fleet._cli._common import Exit, add_json, positive_count, print_json
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet.adapters._base import Workspace
@@ -70,15 +70,40 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "into it.",
     )
     wsub = p.add_subparsers(dest="workspace_command", metavar="COMMAND", title="commands")
-    s = wsub.add_parser("show", help="what the host reports about a worker")
+    s = wsub.add_parser(
+        "show",
+        help="what the host reports about a worker",
+        description="Print what the worker's host reports about it (for Superset: its "
+        "workspace and terminal; for herdr: its pane; for headless: its supervisor), one "
+        "`key: value` line each.",
+        epilog="example:\n  fleet workspace show parser --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("worker")
     add_json(s)
     s.set_defaults(run=cmd_workspace_show)
-    s = wsub.add_parser("send", help="send a follow-up read from a file (same as `fleet send`)")
+    s = wsub.add_parser(
+        "send",
+        help="send a follow-up read from a file (same as `fleet send`)",
+        description="Same as `fleet send WORKER FILE`: deliver FILE's text to the worker "
+        "through its host.",
+        epilog="example:\n  fleet workspace send parser followup.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _send_args(s)
-    s = wsub.add_parser("read", help="print the worker's screen or output")
+    s = wsub.add_parser(
+        "read",
+        help="print the worker's screen or output",
+        description="Print the last N lines of what the worker's host shows: the terminal "
+        "(Superset), the pane (herdr), or the agent's output (headless).",
+        epilog="example:\n  fleet workspace read parser --lines 50",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("worker")
-    s.add_argument("--lines", type=int, default=200, metavar="N", help="lines (default 200)")
+    s.add_argument(
+        "--lines", type=positive_count, default=200, metavar="N", help="lines (default 200)"
+    )
+    add_json(s)
     s.set_defaults(run=cmd_workspace_read)
 
     p = sub.add_parser(
@@ -259,7 +284,10 @@ def cmd_workspace_show(args: argparse.Namespace) -> int:
 def cmd_workspace_read(args: argparse.Namespace) -> int:
     adapter, workspace = _workspace(args)
     text = adapter.read(workspace, lines=args.lines)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.json:
+        print_json({"worker": args.worker, "adapter": adapter.name, "text": text})
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return Exit.OK
 
 

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
-from fleet._cli._common import Exit, add_json, age, one_line, print_json, table, to_jsonable
+from fleet._cli._common import (
+    Exit,
+    add_json,
+    age,
+    one_line,
+    print_json,
+    seconds,
+    table,
+    to_jsonable,
+)
 from fleet._core.events import encode_obj, event_type
 from fleet._core.fold import WorkerState
+from fleet._errors import SettingsError
 from fleet._fleet import Fleet
 
 
@@ -47,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--seen", nargs="+", default=[], metavar="MARK", help="treat as seen")
     p.add_argument(
         "--quiet-after",
-        type=float,
+        type=seconds,
         default=300.0,
         metavar="S",
         help="seconds without events before a running worker reads as quiet (default 300)",
@@ -79,6 +90,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.worktree):
+        # No session would ever run there, so its hook events would never reach this worker.
+        raise SettingsError(f"worktree {args.worktree} is not a directory; nothing registered")
     with open_fleet(args) as fleet:
         state = fleet.register(
             args.worker,

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from fleet._check import DEFAULT_CMD_TIMEOUT, CheckResult, check_worker
-from fleet._cli._common import Exit, add_json, print_json, to_jsonable
+from fleet._cli._common import Exit, add_json, print_json, seconds, to_jsonable
 from fleet._errors import Refused
 from fleet._fleet import Fleet
 from fleet._report import build_report, format_report
@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="a check command from the brief; repeat for more",
     )
     p.add_argument(
-        "--timeout", type=float, default=DEFAULT_CMD_TIMEOUT, metavar="S",
+        "--timeout", type=seconds, default=DEFAULT_CMD_TIMEOUT, metavar="S",
         help=f"seconds each check command may run (default {DEFAULT_CMD_TIMEOUT:g})",
     )
     add_json(p)

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from fleet import _hooks, _trust
-from fleet._cli._common import Exit, add_json, print_json, table, to_jsonable
+from fleet._cli._common import Exit, add_json, count, print_json, table, to_jsonable
 from fleet._core.events import Unreadable
 from fleet._errors import SettingsError
 from fleet._home import hook_errors_path, journal_path, resolve_home
@@ -135,7 +135,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_targets(p)
-    p.add_argument("--errors", type=int, default=5, metavar="N",
+    p.add_argument("--errors", type=count, default=5, metavar="N",
                    help="show the last N hook errors (default 5)")
     p.add_argument("--clear-errors", action="store_true",
                    help="after reporting them, move the hook errors aside (to "
@@ -272,6 +272,9 @@ def cmd_trust(args: argparse.Namespace) -> int:
     if len(targets) != 1:
         raise SettingsError("name exactly one of --config-dir, --codex-home or --profile")
     target = targets[0]
+    if not args.check and not Path(args.path).is_dir():
+        # A typo would otherwise leave a trust entry for a folder no agent will run in.
+        raise SettingsError(f"{args.path} is not a directory; nothing was trusted")
     check = _trust.check if args.check else _trust.trust
     result = check(target, args.path)
     if args.json:

@@ -133,11 +133,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("value", metavar="VALUE")
     add_json(s)
     s.set_defaults(run=cmd_settings_set)
-    u = ssub.add_parser("unset", help="remove one key, keeping every other")
+    u = ssub.add_parser(
+        "unset", help="remove one key, keeping every other",
+        description="Remove KEY (NAME or NAME.SUBKEY), keeping every other key. A key that is "
+        "not set is reported as such and the file is left as it is.",
+        epilog="example:\n  fleet settings unset permissions.codex",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     u.add_argument("key", metavar="KEY")
     add_json(u)
     u.set_defaults(run=cmd_settings_unset)
-    w = ssub.add_parser("path", help="print the file settings are read from and written to")
+    w = ssub.add_parser(
+        "path", help="print the file settings are read from and written to",
+        description="Print the settings file changes are written to, and the older file they "
+        "are read from until the first change, if that is another one.",
+    )
     add_json(w)
     w.set_defaults(run=cmd_settings_path)
     for action in (g, s, u, w):
@@ -307,11 +317,18 @@ def cmd_settings_set(args: argparse.Namespace) -> int:
 
 
 def cmd_settings_unset(args: argparse.Namespace) -> int:
-    path = _settings.unset(args.key, args.settings)
+    missing = object()
+    removed = _settings.get(args.key, args.settings, default=missing) is not missing
+    if removed:
+        path = _settings.unset(args.key, args.settings)
+    else:  # nothing to remove: leave the file (or its absence) as it is
+        path = _settings.settings_path(args.settings)
     if args.json:
-        print_json({"file": str(path), "key": args.key})
-    else:
+        print_json({"file": str(path), "key": args.key, "removed": removed})
+    elif removed:
         print(f"{args.key} removed from {path}")
+    else:
+        print(f"{args.key} was not set in {path}")
     return Exit.OK
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fleet._cli._common import Exit, add_json, print_json
+from fleet._cli._common import Exit, add_json, count, positive_count, print_json, seconds
 from fleet._core.fold import WorkerState
 from fleet._keys import KEY_SOURCE_HELP
 
@@ -71,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "is refused (exit 4).",
     )
     p.add_argument("worker")
-    p.add_argument("--wait", type=float, default=30.0, metavar="S",
+    p.add_argument("--wait", type=seconds, default=30.0, metavar="S",
                    help="seconds to wait for the supervisor to finish (default 30)")
     add_json(p)
     p.set_defaults(run=cmd_stop)
@@ -83,7 +83,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("tasks", metavar="TASKS.toml")
-    p.add_argument("--max-parallel", type=int, default=4, metavar="N",
+    p.add_argument("--max-parallel", type=positive_count, default=4, metavar="N",
                    help="at most N workers running at once (default 4)")
     p.add_argument("--repo", metavar="REPO", help="the repository (default: the file's, or .)")
     p.add_argument("--base", metavar="REF", help="where branches start (default: the file's)")
@@ -119,10 +119,10 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
 
 
 def _retry_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit per worker run")
-    p.add_argument("--retries", type=int, default=3, metavar="N",
+    p.add_argument("--timeout", type=seconds, metavar="S", help="wall-clock limit per worker run")
+    p.add_argument("--retries", type=count, default=3, metavar="N",
                    help="retries after overload or a transient error (default 3)")
-    p.add_argument("--backoff", type=float, default=2.0, metavar="S",
+    p.add_argument("--backoff", type=seconds, default=2.0, metavar="S",
                    help="first backoff delay in seconds, doubled each retry (default 2)")
 
 

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from fleet._cli._common import Exit, add_json, age, one_line, print_json, table
+from fleet._cli._common import Exit, add_json, age, one_line, print_json, seconds, table
 from fleet._cli.core import STATUS_HEADERS, status_row
 from fleet._core.attention import attention_details, next_step
 from fleet._core.fold import WorkerState
@@ -41,12 +41,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--seen", nargs="+", action="extend", default=[], metavar="MARK")
     p.add_argument(
         "--quiet-after",
-        type=float,
+        type=seconds,
         default=300.0,
         metavar="S",
         help="seconds without events before a running worker is quiet (300)",
     )
-    p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds")
+    p.add_argument("--timeout", type=seconds, metavar="S", help="give up after S seconds")
     add_json(p)
     p.set_defaults(run=cmd_wait)
 
@@ -58,9 +58,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(NDJSON) for each worker as first seen and for each transition, for other programs.",
     )
     p.add_argument("workers", nargs="*", metavar="WORKER")
-    p.add_argument("--quiet-after", type=float, default=300.0, metavar="S")
+    p.add_argument("--quiet-after", type=seconds, default=300.0, metavar="S")
     p.add_argument(
-        "--timeout", type=float, metavar="S", help="stop after S seconds without a transition"
+        "--timeout", type=seconds, metavar="S", help="stop after S seconds without a transition"
     )
     add_json(p)
     p.set_defaults(run=cmd_watch)

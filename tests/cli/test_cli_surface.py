@@ -1,0 +1,186 @@
+"""The command line as a whole: every command and subcommand, walked from the real parser, has
+help that says what it does and a --json switch; bad input is a usage error or one line on
+stderr, and a refused command leaves nothing behind."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fleet._cli import COMMANDS, build_parser, main
+from fleet._cli._common import Exit
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _walk(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    found = [(path, parser)] if path else []
+    for name, child in _subcommands(parser).items():
+        found += _walk(child, (*path, name))
+    return found
+
+
+EVERY = _walk(build_parser())
+#: Command groups only dispatch to their subcommands (each of which has --json); alone they
+#: print their own help and exit 2, so there is nothing for --json to shape.
+GROUPS = {path for path, parser in EVERY if _subcommands(parser)}
+#: Commands that never print anything but help. Empty: every command that runs prints.
+NEVER_PRINT: dict[tuple[str, ...], str] = {}
+
+
+def _ids(items: list[tuple[tuple[str, ...], argparse.ArgumentParser]]) -> list[str]:
+    return [" ".join(path) for path, _ in items]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse: --help, usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_walk_covers_every_command() -> None:
+    assert {path[0] for path, _ in EVERY} == set(COMMANDS)
+    assert {("hooks",), ("settings",), ("superset",), ("workspace",)} == GROUPS
+    assert len(EVERY) > len(COMMANDS)  # subcommands were found too
+
+
+@pytest.mark.parametrize(("path", "parser"), EVERY, ids=_ids(EVERY))
+def test_help_exits_0_and_teaches(
+    path: tuple[str, ...], parser: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *path, "--help")
+    assert code == Exit.OK and err == ""
+    assert out.startswith(f"usage: fleet {' '.join(path)}")
+    # A description, not only the one-line summary of the command list.
+    assert parser.description and len(parser.description.split()) >= 8, path
+
+
+@pytest.mark.parametrize(("path", "parser"), EVERY, ids=_ids(EVERY))
+def test_every_command_that_prints_takes_json(
+    path: tuple[str, ...], parser: argparse.ArgumentParser
+) -> None:
+    options = {o for action in parser._actions for o in action.option_strings}
+    if path in GROUPS or path in NEVER_PRINT:
+        assert "--json" not in options or path in NEVER_PRINT
+        return
+    assert "--json" in options, f"fleet {' '.join(path)} prints but has no --json"
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS), ids=" ".join)
+def test_a_group_without_its_subcommand_shows_its_own_help_and_exits_2(
+    group: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *group)
+    assert code == Exit.USAGE
+    assert f"usage: fleet {' '.join(group)}" in out + err
+    assert "Traceback" not in err
+
+
+def test_fleet_alone_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys)
+    assert code == Exit.USAGE and out.startswith("usage: fleet")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["wait", "--timeout", "-1"],
+        ["wait", "--timeout", "nan"],
+        ["wait", "--quiet-after", "-5"],
+        ["watch", "--timeout", "-1"],
+        ["status", "--quiet-after", "-1"],
+        ["stop", "w1", "--wait", "-1"],
+        ["check", "w1", "--timeout", "-1"],
+        ["doctor", "--errors", "-3"],
+        ["workspace", "read", "w1", "--lines", "0"],
+        ["run", "tasks.toml", "--max-parallel", "0"],
+        ["run", "tasks.toml", "--retries", "-1"],
+        ["start", "w1", "--task", "brief.md", "--backoff", "-2"],
+        ["wait", "--timeout", "soon"],
+    ],
+    ids=" ".join,
+)
+def test_negative_or_malformed_numbers_are_usage_errors(
+    argv: list[str], capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == Exit.USAGE and out == ""
+    assert "error: argument" in err and "Traceback" not in err
+    assert not (home / "workers").exists()  # nothing was journaled
+
+
+def test_register_refuses_a_worktree_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-worktree"
+    code, out, err = run(capsys, "register", "w1", "--worktree", str(missing), "--json")
+    assert code == Exit.ERROR and out == ""
+    assert err == f"fleet: worktree {missing} is not a directory; nothing registered\n"
+    assert not (home / "workers" / "w1").exists()
+    assert not (home / "worktrees.tsv").exists()
+    code, out, _ = run(capsys, "register", "w1", "--worktree", str(tmp_path), "--json")
+    assert code == Exit.OK and json.loads(out)["worktree"] == os.path.realpath(tmp_path)
+
+
+def test_trust_refuses_a_path_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cfg = tmp_path / "cfg"
+    missing = tmp_path / "no-such-worktree"
+    code, out, err = run(capsys, "trust", "--config-dir", str(cfg), "--path", str(missing))
+    assert (code, out) == (Exit.ERROR, "")
+    assert err == f"fleet: {missing} is not a directory; nothing was trusted\n"
+    assert not cfg.exists()
+    # --check only reads: a missing folder is simply not trusted.
+    code, out, _ = run(
+        capsys, "trust", "--config-dir", str(cfg), "--path", str(missing), "--check", "--json"
+    )
+    assert code == Exit.REFUSED and json.loads(out)["trusted"] is False
+
+
+def test_settings_unset_of_a_key_that_is_not_set_changes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    absent = tmp_path / "absent.json"
+    code, out, _ = run(capsys, "settings", "--settings", str(absent), "unset", "routing")
+    assert code == Exit.OK and out == f"routing was not set in {absent}\n"
+    assert not absent.exists()
+    present = tmp_path / "fleet.json"
+    present.write_text('{ "maxUsage": 80 }')  # spacing no rewrite would keep
+    code, out, _ = run(
+        capsys, "settings", "--settings", str(present), "unset", "routing", "--json"
+    )
+    assert code == Exit.OK
+    assert json.loads(out) == {"file": str(present), "key": "routing", "removed": False}
+    assert present.read_text() == '{ "maxUsage": 80 }'
+    code, out, _ = run(
+        capsys, "settings", "--settings", str(present), "unset", "maxUsage", "--json"
+    )
+    assert code == Exit.OK and json.loads(out)["removed"] is True
+    assert json.loads(present.read_text()) == {}
+
+
+def test_workspace_read_prints_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, _ = run(
+        capsys, "register", "w1", "--worktree", str(tmp_path), "--adapter", "headless"
+    )
+    assert code == Exit.OK
+    code, out, err = run(capsys, "workspace", "read", "w1", "--json")
+    assert code == Exit.OK and err == ""
+    assert json.loads(out) == {"worker": "w1", "adapter": "headless", "text": ""}
