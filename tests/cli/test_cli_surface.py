@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,31 @@ def test_help_exits_0_and_teaches(
     assert out.startswith(f"usage: fleet {' '.join(path)}")
     # A description, not only the one-line summary of the command list.
     assert parser.description and len(parser.description.split()) >= 8, path
+
+
+def _examples(parser: argparse.ArgumentParser) -> list[str]:
+    text = f"{parser.description or ''}\n{parser.epilog or ''}"
+    return [
+        line.split("  #")[0].strip()
+        for line in text.splitlines()
+        if line.startswith("  fleet ")
+    ]
+
+
+LEAVES = [(path, parser) for path, parser in EVERY if path not in GROUPS]
+
+
+@pytest.mark.parametrize(("path", "parser"), LEAVES, ids=_ids(LEAVES))
+def test_help_shows_examples_that_parse(
+    path: tuple[str, ...], parser: argparse.ArgumentParser
+) -> None:
+    examples = _examples(parser)
+    assert examples, f"fleet {' '.join(path)} --help shows no example"
+    for example in examples:
+        argv = shlex.split(example)[1:]
+        assert tuple(argv[: len(path)]) == path, example
+        args = build_parser().parse_args(argv)  # a usage error raises SystemExit
+        assert args.run is not None, example
 
 
 @pytest.mark.parametrize(("path", "parser"), EVERY, ids=_ids(EVERY))

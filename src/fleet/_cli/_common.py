@@ -85,6 +85,23 @@ def positive_count(text: str) -> int:
     return count(text, 1)
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Wraps prose to the terminal but keeps text laid out in lines (examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip("\n"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def add_examples(parser: argparse.ArgumentParser, *examples: str) -> None:
+    """Show ``examples`` (command lines, with an optional `  # why` comment) under --help."""
+    block = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    parser.epilog = f"{parser.epilog.rstrip()}\n\n{block}" if parser.epilog else block
+    if parser.formatter_class is argparse.HelpFormatter:
+        parser.formatter_class = _Formatter
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for programs")
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet._cli._common import Exit, add_json, positive_count, print_json
+from fleet._cli._common import Exit, add_examples, add_json, positive_count, print_json
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet.adapters._base import Workspace
@@ -32,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _route_arg(s)
     add_json(s)
+    add_examples(
+        s,
+        "fleet superset status --route host --json",
+    )
     s.set_defaults(run=cmd_superset_status)
     s = ssub.add_parser(
         "configs",
@@ -41,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _route_arg(s)
     add_json(s)
+    add_examples(
+        s,
+        "fleet superset configs --json",
+    )
     s.set_defaults(run=cmd_superset_configs)
 
     s = ssub.add_parser(
@@ -60,6 +68,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--yes", action="store_true", help="add it (the user agreed)")
     _route_arg(s)
     add_json(s)
+    add_examples(
+        s,
+        "fleet superset add-config claude:work --model opus          # show it",
+        "fleet superset add-config claude:work --model opus --yes    # add it",
+    )
     s.set_defaults(run=cmd_superset_add_config)
 
     p = sub.add_parser(
@@ -115,6 +128,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "journaled and the state it answers counts as seen.",
     )
     _send_args(p)
+    add_examples(p, "fleet send parser followup.md")
 
     p = sub.add_parser(
         "hand-over",
@@ -143,6 +157,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the profile's config dir (default: from `clausona list --json`)",
     )
     add_json(p)
+    add_examples(
+        p,
+        "fleet hand-over parser --profile claude:personal",
+        "fleet hand-over parser --model sonnet --brief briefs/parser.md",
+    )
     p.set_defaults(run=cmd_hand_over)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from fleet._cli._common import (
     Exit,
+    add_examples,
     add_json,
     age,
     one_line,
@@ -45,6 +46,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--base", metavar="REF", help="the ref its work starts from")
     p.add_argument("--task", metavar="TEXT", help="a short description of its task")
     add_json(p)
+    add_examples(
+        p,
+        "fleet register parser --worktree ../repo.fleet/parser --tool claude --profile claude:work",
+    )
     p.set_defaults(run=cmd_register)
 
     p = sub.add_parser(
@@ -65,6 +70,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--no-cache", action="store_true", help="replay every journal in full")
     add_json(p)
+    add_examples(
+        p,
+        "fleet status                     # every worker; `!` marks those that need you",
+        "fleet status parser docs --json",
+        "fleet status --seen parser@6 --quiet-after 120",
+    )
     p.set_defaults(run=cmd_status)
 
     p = sub.add_parser(
@@ -75,6 +86,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("worker")
     add_json(p)
+    add_examples(
+        p,
+        "fleet log parser",
+        "fleet log parser --json",
+    )
     p.set_defaults(run=cmd_log)
 
     p = sub.add_parser(
@@ -86,6 +102,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("marks", nargs="+", metavar="MARK")
     add_json(p)
+    add_examples(
+        p,
+        "fleet seen parser@6 docs@9q",
+    )
     p.set_defaults(run=cmd_seen)
 
 

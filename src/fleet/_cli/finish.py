@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from fleet._check import DEFAULT_CMD_TIMEOUT, CheckResult, check_worker
-from fleet._cli._common import Exit, add_json, print_json, seconds, to_jsonable
+from fleet._cli._common import Exit, add_examples, add_json, print_json, seconds, to_jsonable
 from fleet._errors import Refused
 from fleet._fleet import Fleet
 from fleet._report import build_report, format_report
@@ -99,6 +99,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("workers", nargs="*", metavar="WORKER")
     add_json(p)
+    add_examples(
+        p,
+        "fleet report",
+        "fleet report parser docs --json",
+    )
     p.set_defaults(run=cmd_report)
 
     p = sub.add_parser(
@@ -114,6 +119,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     p.add_argument("--fast", action="store_true", help="no pauses between steps")
     add_json(p)
+    add_examples(
+        p,
+        "fleet demo --fast",
+    )
     p.set_defaults(run=cmd_demo)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from fleet import _hooks, _trust
-from fleet._cli._common import Exit, add_json, count, print_json, table, to_jsonable
+from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
 from fleet._core.events import Unreadable
 from fleet._errors import SettingsError
 from fleet._home import hook_errors_path, journal_path, resolve_home
@@ -67,6 +67,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_targets(p)
     add_json(p)
+    add_examples(
+        p,
+        "fleet hooks install --all-profiles",
+        "fleet hooks install --config-dir ~/.claude --codex-home ~/.codex",
+    )
     p.set_defaults(run=cmd_install)
 
     p = hsub.add_parser(
@@ -79,6 +84,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_targets(p)
     add_json(p)
+    add_examples(
+        p,
+        "fleet hooks uninstall --profile claude:work",
+    )
     p.set_defaults(run=cmd_uninstall)
 
     p = hsub.add_parser(
@@ -93,6 +102,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_targets(p)
     add_json(p)
+    add_examples(
+        p,
+        "fleet hooks status --all-profiles --json",
+    )
     p.set_defaults(run=cmd_status)
 
     p = hsub.add_parser(
@@ -104,6 +117,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--tool", choices=_hooks.TOOLS, required=True)
     add_json(p)
+    add_examples(
+        p,
+        "fleet hooks command --tool codex",
+    )
     p.set_defaults(run=cmd_command)
 
     p = sub.add_parser(
@@ -122,6 +139,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--path", required=True, metavar="WORKTREE", help="the folder to trust")
     p.add_argument("--check", action="store_true", help="only verify; exit 4 if not trusted")
     add_json(p)
+    add_examples(
+        p,
+        "fleet trust --profile claude:work --path ../repo.fleet/parser",
+        "fleet trust --codex-home ~/.codex --path ../repo.fleet/docs --check",
+    )
     p.set_defaults(run=cmd_trust)
 
     p = sub.add_parser(
@@ -141,6 +163,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="after reporting them, move the hook errors aside (to "
                    "hook-errors.log.old) so the next run reports only new ones")
     add_json(p)
+    add_examples(
+        p,
+        "fleet doctor",
+        "fleet doctor --all-profiles --clear-errors",
+    )
     p.set_defaults(run=cmd_doctor)
 
 

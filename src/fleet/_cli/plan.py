@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from fleet import _settings
-from fleet._cli._common import Exit, add_json, print_json, table
+from fleet._cli._common import Exit, add_examples, add_json, print_json, table
 from fleet._core.routing import (
     DEFAULT_STALE_AFTER,
     Choices,
@@ -105,6 +105,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _add_sources(p)
     add_json(p)
+    add_examples(
+        p,
+        "fleet profiles",
+        "fleet profiles --profiles clausona-list.json --json",
+    )
     p.set_defaults(run=cmd_profiles)
 
     p = sub.add_parser(
@@ -123,6 +128,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     g.add_argument("key", nargs="?", metavar="KEY")
     add_json(g)
+    add_examples(
+        g,
+        "fleet settings get",
+        "fleet settings get permissions.claude",
+    )
     g.set_defaults(run=cmd_settings_get)
     s = ssub.add_parser(
         "set", help="change one key, keeping every other",
@@ -132,6 +142,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("key", metavar="KEY")
     s.add_argument("value", metavar="VALUE")
     add_json(s)
+    add_examples(
+        s,
+        "fleet settings set workers claude:work,claude:glm",
+        "fleet settings set maxUsage 80",
+        "fleet settings set permissions.codex on-request",
+    )
     s.set_defaults(run=cmd_settings_set)
     u = ssub.add_parser(
         "unset", help="remove one key, keeping every other",
@@ -149,6 +165,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "are read from until the first change, if that is another one.",
     )
     add_json(w)
+    add_examples(
+        w,
+        "fleet settings path --json",
+    )
     w.set_defaults(run=cmd_settings_path)
     for action in (g, s, u, w):
         # Accepted after the action too; SUPPRESS keeps a value given before it.

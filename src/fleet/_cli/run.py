@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fleet._cli._common import Exit, add_json, count, positive_count, print_json, seconds
+from fleet._cli._common import (
+    Exit,
+    add_examples,
+    add_json,
+    count,
+    positive_count,
+    print_json,
+    seconds,
+)
 from fleet._core.fold import WorkerState
 from fleet._keys import KEY_SOURCE_HELP
 
@@ -60,6 +68,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _launch_options(p)
     p.add_argument("--base", metavar="REF", help="where the branch starts (default: HEAD)")
     add_json(p)
+    add_examples(
+        p,
+        "fleet start parser --task briefs/parser.md --profile claude:work",
+        "fleet start docs --task briefs/docs.md --endpoint https://api.example.com "
+        "--key-from env:API_KEY",
+    )
     p.set_defaults(run=cmd_start)
 
     p = sub.add_parser(
@@ -74,6 +88,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--wait", type=seconds, default=30.0, metavar="S",
                    help="seconds to wait for the supervisor to finish (default 30)")
     add_json(p)
+    add_examples(
+        p,
+        "fleet stop parser",
+        "fleet stop parser --wait 60 --json",
+    )
     p.set_defaults(run=cmd_stop)
 
     p = sub.add_parser(
@@ -96,6 +115,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
     _retry_options(p)
     add_json(p)
+    add_examples(
+        p,
+        "fleet run tasks.toml --max-parallel 2",
+        "fleet run tasks.toml --json",
+    )
     p.set_defaults(run=cmd_run)
 
 

@@ -7,7 +7,16 @@ import sys
 import time
 from typing import Any
 
-from fleet._cli._common import Exit, add_json, age, one_line, print_json, seconds, table
+from fleet._cli._common import (
+    Exit,
+    add_examples,
+    add_json,
+    age,
+    one_line,
+    print_json,
+    seconds,
+    table,
+)
 from fleet._cli.core import STATUS_HEADERS, status_row
 from fleet._core.attention import attention_details, next_step
 from fleet._core.fold import WorkerState
@@ -48,6 +57,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--timeout", type=seconds, metavar="S", help="give up after S seconds")
     add_json(p)
+    add_examples(
+        p,
+        "fleet wait --timeout 600          # any worker",
+        "fleet wait parser docs --seen parser@6 --json",
+    )
     p.set_defaults(run=cmd_wait)
 
     p = sub.add_parser(
@@ -63,6 +77,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--timeout", type=seconds, metavar="S", help="stop after S seconds without a transition"
     )
     add_json(p)
+    add_examples(
+        p,
+        "fleet watch",
+        "fleet watch --json --timeout 60  # one JSON line per transition",
+    )
     p.set_defaults(run=cmd_watch)
 
 
