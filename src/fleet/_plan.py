@@ -124,6 +124,8 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
         raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise SettingsError(

@@ -210,3 +210,33 @@ def test_workspace_read_prints_json(
     code, out, err = run(capsys, "workspace", "read", "w1", "--json")
     assert code == Exit.OK and err == ""
     assert json.loads(out) == {"worker": "w1", "adapter": "headless", "text": ""}
+
+
+def test_a_task_file_that_is_not_utf8_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_bytes(b'\xff\xfe[[task]]\nname = "a"\n')
+    for command in ("plan", "run"):
+        code, out, err = run(capsys, command, str(tasks), "--json")
+        assert (code, out) == (Exit.ERROR, "")
+        assert err == f"fleet: {tasks} is not UTF-8 text (byte 0)\n"
+
+
+def test_send_refuses_a_follow_up_that_is_not_utf8_before_delivering_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    code, _, _ = run(
+        capsys, "register", "w1", "--worktree", str(worktree), "--adapter", "headless"
+    )
+    assert code == Exit.OK
+    follow_up = tmp_path / "follow-up.md"
+    follow_up.write_bytes(b"fix the \xff test\n")
+    for argv in (["send"], ["workspace", "send"]):
+        code, out, err = run(capsys, *argv, "w1", str(follow_up), "--json")
+        assert (code, out) == (Exit.ERROR, "")
+        assert err == f"fleet: follow-up file {follow_up} is not UTF-8 text (byte 8)\n"
+    code, out, _ = run(capsys, "log", "w1", "--json")
+    assert [event["type"] for event in json.loads(out)] == ["registered"]  # nothing journaled

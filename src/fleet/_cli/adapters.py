@@ -313,6 +313,13 @@ def cmd_workspace_read(args: argparse.Namespace) -> int:
 def cmd_send(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         raise SettingsError(f"follow-up file {args.file} does not exist")
+    try:
+        args.file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        # Caught here, before any adapter has typed half of it into a terminal.
+        raise SettingsError(
+            f"follow-up file {args.file} is not UTF-8 text (byte {exc.start})"
+        ) from None
     adapter, workspace = _workspace(args)
     adapter.send(workspace, args.file)
     if args.json:
