@@ -240,3 +240,15 @@ def test_send_refuses_a_follow_up_that_is_not_utf8_before_delivering_it(
         assert err == f"fleet: follow-up file {follow_up} is not UTF-8 text (byte 8)\n"
     code, out, _ = run(capsys, "log", "w1", "--json")
     assert [event["type"] for event in json.loads(out)] == ["registered"]  # nothing journaled
+
+
+def test_status_refuses_a_malformed_seen_mark_as_wait_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert run(capsys, "register", "w1", "--worktree", str(tmp_path))[0] == Exit.OK
+    for command in ("status", "wait"):
+        code, out, err = run(capsys, command, "--seen", "garbage", "--json")
+        assert (code, out) == (Exit.ERROR, "")
+        assert err == "fleet: invalid seen mark 'garbage': expected WORKER@SEQ or WORKER@SEQq\n"
+    code, out, _ = run(capsys, "status", "--seen", "w1@0", "--json")
+    assert code == Exit.OK and json.loads(out)[0]["worker"] == "w1"

@@ -20,6 +20,7 @@ from fleet._cli._common import (
 )
 from fleet._core.events import encode_obj, event_type
 from fleet._core.fold import WorkerState
+from fleet._core.ids import parse_mark
 from fleet._errors import SettingsError
 from fleet._fleet import Fleet
 
@@ -159,6 +160,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     with open_fleet(args, quiet_after=args.quiet_after) as fleet:
         from fleet._store import load_states
 
+        for mark in args.seen:
+            parse_mark(mark)  # a one-line error for a malformed mark, as `fleet wait` gives
         names = args.workers or None
         if names:
             for name in names:
