@@ -345,9 +345,31 @@ class HeadlessAdapter:
             _trust_codex(Path(record.config_dir), workspace.worktree)
 
     def start(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
+        """Launch the agent and register the worker with its handles (the workspace's and
+        the run's) before the agent may journal anything; returns those handles."""
         pending = self.launch(workspace, spec)
+        handle = {**_without_run(workspace.handle), **pending.handle}
+        try:
+            from fleet._fleet import Fleet
+
+            with Fleet(self.home, clock=self.clock, src=SRC) as fleet:
+                fleet.register(
+                    spec.worker,
+                    worktree=workspace.worktree,
+                    tool=self.record(spec.worker).tool,
+                    profile=spec.profile,
+                    model=spec.model,
+                    adapter=NAME,
+                    handle=handle,
+                    branch=workspace.branch,
+                    base=workspace.base,
+                    task=_task_title(Path(spec.brief)),
+                )
+        except BaseException:
+            pending.abandon()
+            raise
         pending.release()
-        return pending.handle
+        return handle
 
     def read(self, workspace: Workspace, *, lines: int = 200) -> str:
         """The latest attempt's output: stdout, then stderr, each cut to its last lines."""
@@ -390,6 +412,8 @@ class HeadlessAdapter:
         if record.config_dir is not None and not Path(record.config_dir).exists():
             self._prepare_config(record, Path(workspace.worktree))
         pending = self._spawn(record, prompt=_prompt(Path(record.brief or spec.brief)))
+        # the whole handle, as the other adapters journal it: it still names the worker
+        handle = {**_without_run(workspace.handle), **pending.handle}
         _journal.append(
             self.home,
             worker,
@@ -398,12 +422,12 @@ class HeadlessAdapter:
                 src=SRC,
                 profile=spec.profile,
                 model=spec.model,
-                handle=pending.handle,
+                handle=handle,
                 reason="hand_over",
             ),
         )
         pending.release()
-        return pending.handle
+        return handle
 
     def close(self, workspace: Workspace) -> None:
         self.stop(_worker_of(workspace))
@@ -424,6 +448,7 @@ class HeadlessAdapter:
         sup = self.supervisor(worker)
         state = _state(self.home, worker, self.clock)
         out: dict[str, object] = {
+            "host": NAME,
             "adapter": NAME,
             "worktree": str(workspace.worktree),
             "branch": workspace.branch,
@@ -877,6 +902,14 @@ def _trust_codex(config: Path, worktree: Path) -> None:
     header = f"[projects.{_toml_str(str(worktree))}]"
     if header not in text:
         _write_private(path, (text + f"\n{header}\ntrust_level = \"trusted\"\n").encode())
+
+
+_RUN_KEYS: Final = ("supervisor_pid", "supervisor_start_time", "run")
+
+
+def _without_run(handle: Mapping[str, str]) -> dict[str, str]:
+    """A handle without an earlier run's keys (a new run brings its own)."""
+    return {k: v for k, v in handle.items() if k not in _RUN_KEYS}
 
 
 def _worker_of(workspace: Workspace) -> str:
