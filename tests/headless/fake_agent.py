@@ -6,7 +6,9 @@ cwd, the variables fleet sets, a sha256 of every variable that may carry a key, 
 /dev/null). A step: ``result`` (text), ``error`` (an API status: the run fails with it),
 ``exit`` (exit code), ``sleep`` (seconds, after writing ``running-<n>``), ``session``,
 ``stderr``, ``commit`` (a file name to commit in the cwd), ``raw`` (stdout as is),
-``background`` (seconds: leave a ``sleep`` running behind, its pid in ``background-<n>``).
+``background`` (seconds: leave a ``sleep`` running behind, its pid in ``background-<n>``),
+``hold`` (a directory: after writing ``running-<n>``, wait until ``go-<n>`` appears in it, at
+most two minutes), ``echo`` (the result is ``received: <prompt>``, the run's last argument).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def main() -> int:
         f.write(str(n))
     plan = json.loads((state / "plan.json").read_text())
     step = plan[min(n, len(plan)) - 1]
+    if step.get("echo"):
+        step = {**step, "result": f"received: {sys.argv[-1]}"}
     devnull = os.stat(os.devnull)
     st = os.fstat(0)
     call = {
@@ -58,6 +62,12 @@ def main() -> int:
     if "sleep" in step:
         (state / f"running-{n}").write_text(str(os.getpid()))
         time.sleep(step["sleep"])
+    if "hold" in step:
+        (state / f"running-{n}").write_text(str(os.getpid()))
+        go = Path(step["hold"]) / f"go-{n}"
+        end = time.monotonic() + 120
+        while not go.exists() and time.monotonic() < end:
+            time.sleep(0.02)
     if "background" in step:
         child = subprocess.Popen(["sleep", str(step["background"])], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
