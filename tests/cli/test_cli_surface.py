@@ -8,12 +8,14 @@ import argparse
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
 from fleet._cli import COMMANDS, build_parser, main
 from fleet._cli._common import Exit
+from tests.conftest import Repo
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -252,3 +254,16 @@ def test_status_refuses_a_malformed_seen_mark_as_wait_does(
         assert err == "fleet: invalid seen mark 'garbage': expected WORKER@SEQ or WORKER@SEQq\n"
     code, out, _ = run(capsys, "status", "--seen", "w1@0", "--json")
     assert code == Exit.OK and json.loads(out)[0]["worker"] == "w1"
+
+
+def test_check_says_what_it_runs_on_a_terminal_and_nothing_otherwise(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, repo: Repo
+) -> None:
+    assert run(capsys, "register", "w1", "--worktree", str(repo.path))[0] == Exit.OK
+    argv = ["check", "w1", "--cmd", "true", "--cmd", "true", "--json"]
+    _code, out, err = run(capsys, *argv)
+    assert err == "" and json.loads(out)["worker"] == "w1"
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    _code, out, err = run(capsys, *argv)
+    assert err == "checking w1: git, then 2 check commands (up to 900s each)...\n"
+    assert json.loads(out)["worker"] == "w1"

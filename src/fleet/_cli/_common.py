@@ -102,6 +102,14 @@ def add_examples(parser: argparse.ArgumentParser, *examples: str) -> None:
         parser.formatter_class = _Formatter
 
 
+def progress(text: str) -> None:
+    """Say on stderr what a slow step is doing, for a person watching a terminal; programs
+    reading the output (or tests) see nothing."""
+    if sys.stderr.isatty():
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for programs")
 

@@ -7,7 +7,15 @@ import sys
 from typing import Any
 
 from fleet._check import DEFAULT_CMD_TIMEOUT, CheckResult, check_worker
-from fleet._cli._common import Exit, add_examples, add_json, print_json, seconds, to_jsonable
+from fleet._cli._common import (
+    Exit,
+    add_examples,
+    add_json,
+    print_json,
+    progress,
+    seconds,
+    to_jsonable,
+)
 from fleet._errors import Refused
 from fleet._fleet import Fleet
 from fleet._report import build_report, format_report
@@ -152,6 +160,11 @@ def print_check(result: CheckResult) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.cmds:
+        progress(
+            f"checking {args.worker}: git, then {len(args.cmds)} check "
+            f"command{'s' if len(args.cmds) != 1 else ''} (up to {args.timeout:g}s each)..."
+        )
     with Fleet(args.home) as fleet:
         result = check_worker(
             fleet, args.worker, base=args.base, commands=args.cmds, timeout=args.timeout
