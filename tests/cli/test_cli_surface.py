@@ -113,8 +113,12 @@ def test_a_group_without_its_subcommand_shows_its_own_help_and_exits_2(
     group: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run(capsys, *group)
+    name = " ".join(group)
     assert code == Exit.USAGE
-    assert f"usage: fleet {' '.join(group)}" in out + err
+    # Its help on stdout, or (a required subcommand) a one-line error pointing at that help.
+    assert out.startswith(f"usage: fleet {name}") or (
+        err.startswith(f"fleet: {name}: ") and err.endswith(f"(see `fleet {name} --help`)\n")
+    )
     assert "Traceback" not in err
 
 
@@ -147,7 +151,8 @@ def test_negative_or_malformed_numbers_are_usage_errors(
 ) -> None:
     code, out, err = run(capsys, *argv)
     assert code == Exit.USAGE and out == ""
-    assert "error: argument" in err and "Traceback" not in err
+    assert err.startswith(f"fleet: {argv[0]}") and ": argument --" in err
+    assert err.count("\n") == 1 and err.endswith("--help`)\n")
     assert not (home / "workers").exists()  # nothing was journaled
 
 
@@ -267,3 +272,21 @@ def test_check_says_what_it_runs_on_a_terminal_and_nothing_otherwise(
     _code, out, err = run(capsys, *argv)
     assert err == "checking w1: git, then 2 check commands (up to 900s each)...\n"
     assert json.loads(out)["worker"] == "w1"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["register", "w1"], "fleet: register: the following arguments are required: "
+         "--worktree (see `fleet register --help`)\n"),
+        (["hooks", "command"], "fleet: hooks command: the following arguments are required: "
+         "--tool (see `fleet hooks command --help`)\n"),
+        (["status", "--no-such-option"],
+         "fleet: unrecognized arguments: --no-such-option (see `fleet --help`)\n"),
+    ],
+)
+def test_usage_errors_are_one_line_that_points_at_the_help(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (Exit.USAGE, "", expected)

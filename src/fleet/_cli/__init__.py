@@ -8,6 +8,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from fleet._cli._common import EXIT_CODES_HELP, Exit
 from fleet._errors import FleetError
@@ -74,9 +75,19 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error, pointing at the help that explains
+    (argparse would print the whole usage block first). Subcommands inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("fleet").strip()
+        self.exit(Exit.USAGE, f"fleet: {where + ': ' if where else ''}{message} "
+                  f"(see `{self.prog} --help`)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (``only``) one with just the module that defines that command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fleet",
         description=DESCRIPTION,
         epilog=EXIT_CODES_HELP,
