@@ -290,3 +290,16 @@ def test_usage_errors_are_one_line_that_points_at_the_help(
 ) -> None:
     code, out, err = run(capsys, *argv)
     assert (code, out, err) == (Exit.USAGE, "", expected)
+
+
+def test_register_knows_the_adapters_fleet_has(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    from fleet._cli.core import ADAPTER_NAMES
+    from fleet.adapters import ADAPTERS
+
+    assert sorted(ADAPTER_NAMES) == sorted(ADAPTERS)
+    code, out, err = run(capsys, "register", "w1", "--worktree", str(tmp_path), "--adapter", "tmux")
+    assert (code, out) == (Exit.USAGE, "")
+    assert err.startswith("fleet: register: argument --adapter: invalid choice: 'tmux'")
+    assert not (home / "workers").exists()

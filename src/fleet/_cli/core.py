@@ -24,6 +24,10 @@ from fleet._core.ids import parse_mark
 from fleet._errors import SettingsError
 from fleet._fleet import Fleet
 
+#: The names fleet.adapters.ADAPTERS knows (a test keeps them in step), spelled out so that
+#: `fleet status` does not import the adapters to build its parser.
+ADAPTER_NAMES = ("headless", "superset", "herdr")
+
 
 def open_fleet(args: argparse.Namespace, **kwargs: Any) -> Fleet:
     return Fleet(args.home, **kwargs)
@@ -42,7 +46,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--tool", choices=["claude", "codex"], help="the agent CLI it runs")
     p.add_argument("--profile", metavar="P", help="clausona profile it runs on")
     p.add_argument("--model", metavar="M", help="model it runs")
-    p.add_argument("--adapter", metavar="A", help="what hosts it: headless, superset, herdr")
+    p.add_argument(
+        "--adapter",
+        choices=ADAPTER_NAMES,
+        metavar="A",
+        help=f"what hosts it: {', '.join(ADAPTER_NAMES)}",
+    )
     p.add_argument("--branch", metavar="B", help="its branch")
     p.add_argument("--base", metavar="REF", help="the ref its work starts from")
     p.add_argument("--task", metavar="TEXT", help="a short description of its task")
