@@ -282,7 +282,7 @@ def test_check_says_what_it_runs_on_a_terminal_and_nothing_otherwise(
         (["hooks", "command"], "fleet: hooks command: the following arguments are required: "
          "--tool (see `fleet hooks command --help`)\n"),
         (["status", "--no-such-option"],
-         "fleet: unrecognized arguments: --no-such-option (see `fleet --help`)\n"),
+         "fleet: status: unrecognized arguments: --no-such-option (see `fleet status --help`)\n"),
     ],
 )
 def test_usage_errors_are_one_line_that_points_at_the_help(

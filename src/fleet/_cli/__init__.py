@@ -79,10 +79,14 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors in one line, like every other error, pointing at the help that explains
     (argparse would print the whole usage block first). Subcommands inherit the class."""
 
+    #: The command typed, when this is the whole parser: argparse reports options no
+    #: subcommand took (`fleet status --bogus`) here, and the help to read is the command's.
+    command: str | None = None
+
     def error(self, message: str) -> NoReturn:
-        where = self.prog.removeprefix("fleet").strip()
+        where = self.prog.removeprefix("fleet").strip() or self.command or ""
         self.exit(Exit.USAGE, f"fleet: {where + ': ' if where else ''}{message} "
-                  f"(see `{self.prog} --help`)\n")
+                  f"(see `{' '.join(['fleet', where]).strip()} --help`)\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -99,6 +103,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="fleet's state directory (default: $FLEET_HOME, else the user state dir)",
     )
     parser.add_argument("--version", action=_Version)
+    parser.command = only if only in COMMANDS else None
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name in [COMMANDS[only]] if only in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)
