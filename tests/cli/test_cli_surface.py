@@ -303,3 +303,22 @@ def test_register_knows_the_adapters_fleet_has(
     assert (code, out) == (Exit.USAGE, "")
     assert err.startswith("fleet: register: argument --adapter: invalid choice: 'tmux'")
     assert not (home / "workers").exists()
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_demo_that_goes_wrong_says_why_in_one_line(
+    as_json: bool, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet import _demo
+
+    def broken(**_kwargs: object) -> _demo.DemoResult:
+        return _demo.DemoResult(
+            ok=False, root="/nowhere", kept=False, seconds=1.0, report=(), narration=(),
+            problems=("gave up waiting for cli",),
+        )
+
+    monkeypatch.setattr(_demo, "run_demo", broken)
+    code, out, err = run(capsys, "demo", "--fast", *(["--json"] if as_json else []))
+    assert code == Exit.ERROR
+    assert err == "fleet: the demo did not run to the end: gave up waiting for cli\n"
+    assert (json.loads(out)["problems"] == ["gave up waiting for cli"]) if as_json else out == ""

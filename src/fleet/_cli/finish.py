@@ -11,6 +11,7 @@ from fleet._cli._common import (
     Exit,
     add_examples,
     add_json,
+    one_line,
     print_json,
     progress,
     seconds,
@@ -300,4 +301,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     result = run_demo(keep=args.keep, fast=args.fast, narrate=not args.json)
     if args.json:
         print_json(result)
-    return Exit.OK if result.ok else Exit.ERROR
+    if result.ok:
+        return Exit.OK
+    why = "; ".join(result.problems) or "not every worker was checked and retired"
+    sys.stderr.write(f"fleet: the demo did not run to the end: {one_line(why, 300)}\n")
+    return Exit.ERROR
