@@ -414,3 +414,19 @@ def test_attached_handles_merge_into_the_registered_ones() -> None:
     state = fold(W, events, 5)
     assert state.handle == {"workspace": "ws1", "terminal": "t9"}
     assert (state.state, state.seq) == ("working", 1)
+
+
+def test_a_new_prompt_after_a_verdict_starts_a_turn_even_if_stamped_a_tick_earlier() -> None:
+    # The hook stamps its process start floored to a clock tick; the coordinator's verdict and
+    # follow-up were journaled first, a few milliseconds "later".
+    events: list[ev.Event] = [
+        reg(),
+        hook(2, "Stop", last_assistant_message="FLEET_WORKER_DONE: y"),
+        ev.Checked(ts=10.0, verdict="failed"),
+        ev.FollowUpSent(ts=10.002, seen="w1@2"),
+        hook(9.995, "UserPromptSubmit"),
+        hook(11, "Stop", last_assistant_message="FLEET_WORKER_DONE: pushed"),
+    ]
+    state = fold(W, events, 20)
+    assert (state.state, state.reason, state.mark) == ("done", "claimed", "w1@5")
+    assert state.needs_attention

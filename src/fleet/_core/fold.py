@@ -377,6 +377,16 @@ def _late_tool_hook(event: Event, acc: Accumulator) -> bool:
     return False
 
 
+#: A prompt starts a new turn: its hook runs synchronously, so journal order is the truth, and
+#: its timestamp (the hook's start, floored to a clock tick) may read a few milliseconds earlier
+#: than a coordinator event journaled just before it, such as the verdict it answers.
+_NEW_TURN_HOOKS: Final = frozenset({"UserPromptSubmit", "UserPromptExpansion"})
+
+
+def _new_turn(event: Event) -> bool:
+    return isinstance(event, HookEvent) and event.hook in _NEW_TURN_HOOKS
+
+
 def _touch(acc: Accumulator, ts: float) -> None:
     # A late hook (async, or delayed) must not move the clock of quiet backwards.
     if acc.last_activity is None or ts > acc.last_activity:
@@ -510,7 +520,12 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if dest is None:
         acc.ignored += 1
         return acc
-    if trigger == "activity" and acc.state not in ("starting", "working") and event.ts <= acc.since:
+    if (
+        trigger == "activity"
+        and acc.state not in ("starting", "working")
+        and event.ts <= acc.since
+        and not _new_turn(event)
+    ):
         acc.ignored += 1
         return acc
     if trigger == "activity" and _late_tool_hook(event, acc):
