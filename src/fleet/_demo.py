@@ -291,7 +291,16 @@ class SimulatedWorker(threading.Thread):
         _git(self.worktree, "commit", "-q", "-m", f"{self.task.name}: {self.task.brief}")
 
     def push(self) -> None:
-        _git(self.worktree, "push", "-q", "-u", "origin", "HEAD")
+        # Worktrees share one .git/config: two `push -u` at the same moment can leave one branch
+        # pushed but without its upstream (git only warns that the config was locked). A careful
+        # agent looks, and pushes again.
+        for _ in range(20):
+            _git(self.worktree, "push", "-q", "-u", "origin", "HEAD")
+            try:
+                _git(self.worktree, "rev-parse", "--abbrev-ref", "@{upstream}")
+                return
+            except RuntimeError:
+                time.sleep(0.05)
 
     def receive(self) -> tuple[str, str]:
         while not self.stop.is_set():
