@@ -4,6 +4,7 @@ events."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import socket
@@ -100,7 +101,7 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
 
-class FakeServer:
+class FakeServer(abc.ABC):
     """Base class: subclasses implement :meth:`answer`. Start with :meth:`start` (or use as a
     context manager); :meth:`stop` closes the socket and wakes any delayed reply."""
 
@@ -181,9 +182,9 @@ class FakeServer:
 
     # -- answering ------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def answer(self, req: Recorded, out: Responder) -> Recorded:
         """Answer one request; return the record to keep (with kind/step filled in)."""
-        raise NotImplementedError
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         fake = self
