@@ -93,6 +93,14 @@ class Adapter(Protocol):
 # -- shared by the app-hosted adapters (Superset, herdr) ------------------------------------
 
 
+def handle_of(workspace: Workspace, key: str, what: str) -> str:
+    """The ``key`` handle of a workspace, or a ValueError naming what is missing."""
+    value = workspace.handle.get(key)
+    if not value:
+        raise ValueError(f"this workspace has no {what}")
+    return value
+
+
 def require_clean_and_pushed(runner: Runner, worktree: Path, *, what: str) -> None:
     """Refuse (:class:`~fleet._errors.Refused`) unless ``worktree`` exists, has nothing
     uncommitted or untracked, has an upstream, and nothing ahead of it.

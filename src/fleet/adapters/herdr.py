@@ -40,6 +40,7 @@ from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
     Workspace,
+    handle_of,
     launch_argv,
     pointer_line,
     require_clean_and_pushed,
@@ -465,17 +466,11 @@ class HerdrAdapter:
 
 
 def _agent(workspace: Workspace) -> str:
-    name = workspace.handle.get("agent")
-    if not name:
-        raise ValueError("this workspace has no herdr agent name")
-    return name
+    return handle_of(workspace, "agent", "herdr agent name")
 
 
 def _pane(workspace: Workspace) -> str:
-    pane = workspace.handle.get("pane")
-    if not pane:
-        raise ValueError("this workspace has no herdr pane id")
-    return pane
+    return handle_of(workspace, "pane", "herdr pane id")
 
 
 def _parse_error(done: Completed) -> tuple[str, str]:

@@ -40,6 +40,7 @@ from fleet.adapters._base import (
     LaunchSpec,
     Workspace,
     claude_args,
+    handle_of,
     pointer_line,
     require_clean_and_pushed,
     trust_folder,
@@ -650,14 +651,8 @@ class SupersetAdapter:
 
 
 def _workspace_id(workspace: Workspace) -> str:
-    ws = workspace.handle.get("workspace")
-    if not ws:
-        raise ValueError("this workspace has no Superset workspace id")
-    return ws
+    return handle_of(workspace, "workspace", "Superset workspace id")
 
 
 def _terminal(workspace: Workspace) -> str:
-    terminal = workspace.handle.get("terminal")
-    if not terminal:
-        raise ValueError("this workspace has no Superset terminal id (start a worker first)")
-    return terminal
+    return handle_of(workspace, "terminal", "Superset terminal id (start a worker first)")
