@@ -50,9 +50,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7, help="sessions per case (default 7)")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--agents", default="current",
+                        help="the pin set to run (tests/e2e/agents/; default current)")
     args = parser.parse_args()
     try:
-        agents = find_agents()
+        agents = find_agents(args.agents)
     except AgentsMissing as exc:
         print(f"claude_session: {exc}", file=sys.stderr)
         return 1

@@ -1,15 +1,20 @@
 """Fixtures for end-to-end tests against the real Claude Code and Codex CLIs, offline.
 
-The CLIs are the versions pinned in ``tests/e2e/agents/package-lock.json``, installed by
-``scripts/install-agents`` (``scripts/test`` runs it) into a cache keyed by the lock's hash; see
-:mod:`.binaries`. When they are missing every test that asks for them FAILS with the command to
-run: an e2e test never skips. Mark e2e tests ``pytestmark = pytest.mark.e2e``.
+The CLIs are the versions pinned in ``tests/e2e/agents/<set>/package-lock.json`` (``known-good``
+and ``current``), installed by ``scripts/install-agents`` (``scripts/test`` runs it) into a cache
+keyed by each lock's hash; see :mod:`.binaries`. Every test that runs Claude Code runs once per
+distinct pinned Claude Code version (ids ``claude-<version>``), every Codex test once per
+distinct Codex version (``codex-<version>``); ``FLEET_E2E_AGENTS=latest`` runs them against what
+``scripts/install-agents --latest`` installed. When the CLIs are missing every test that asks
+for them FAILS with the command to run: an e2e test never skips. Mark e2e tests
+``pytestmark = pytest.mark.e2e``.
 
 Fixtures (each stops what it started; every test also has the suite's private ``FLEET_HOME``
 and git identity from ``tests/conftest.py``, and ``repo``: a clone with a local bare origin):
 
 ``agents``
-    :class:`.binaries.Agents`: paths of ``claude``, ``codex``, ``node`` (session scope).
+    :class:`.binaries.Agents` of the pin set under test: paths of ``claude``, ``codex``,
+    ``node`` and their versions (``claude_version``, ``codex_version``).
 ``anthropic`` / ``openai``
     Running fake model servers on 127.0.0.1 (:class:`.fake_anthropic.FakeAnthropic`,
     :class:`.fake_openai.FakeOpenAI`). Give them a script of replies::
@@ -63,16 +68,40 @@ from pathlib import Path
 
 import pytest
 
-from .binaries import Agents, AgentsMissing, find_agents
+from .binaries import Agents, AgentsMissing, claude_sets, codex_sets, find_agents
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
 from .harness import ClaudeSetup, CodexSetup, Processes, Tmux
 
+_CLAUDE_FIXTURES = frozenset({"claude", "anthropic", "flaky"})
+_CODEX_FIXTURES = frozenset({"codex", "openai"})
 
-@pytest.fixture(scope="session")
-def agents() -> Agents:
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that needs the agents once per distinct version of the CLI it drives."""
+    names = set(metafunc.fixturenames)
+    if "agents" not in names:
+        return
+    wants_claude = bool(names & _CLAUDE_FIXTURES) or not names & _CODEX_FIXTURES
+    wants_codex = bool(names & _CODEX_FIXTURES)
+    params: dict[str, str] = {}
+    if wants_claude:
+        for pin_set, version in claude_sets():
+            params.setdefault(pin_set, f"claude-{version}")
+    if wants_codex:
+        for pin_set, version in codex_sets():
+            label = f"codex-{version}"
+            if pin_set in params:
+                params[pin_set] += f"+{label}"
+            elif not wants_claude:
+                params.setdefault(pin_set, label)
+    metafunc.parametrize("agents", list(params), ids=list(params.values()), indirect=True)
+
+
+@pytest.fixture
+def agents(request: pytest.FixtureRequest) -> Agents:
     try:
-        return find_agents()
+        return find_agents(request.param)
     except AgentsMissing as exc:
         missing = str(exc)
     pytest.fail(missing, pytrace=False)

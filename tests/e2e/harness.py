@@ -39,17 +39,12 @@ import attrs
 from fleet._core.events import Event, HookEvent, decode_line
 from fleet._core.fold import fold
 
-from .binaries import PINS, Agents
+from .binaries import Agents
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
 
 #: Generous: the machine has 2 cores and other test runs share them.
 DEFAULT_TIMEOUT = 120.0
-
-
-def pinned_version(package: str) -> str:
-    deps = json.loads((PINS / "package.json").read_text())["dependencies"]
-    return str(deps[package])
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -296,7 +291,7 @@ class ClaudeSetup:
         if not state.exists():
             state.write_text(json.dumps({
                 "hasCompletedOnboarding": True,
-                "lastOnboardingVersion": pinned_version("@anthropic-ai/claude-code"),
+                "lastOnboardingVersion": self.agents.claude_version,
                 "projects": {},
                 "customApiKeyResponses": {"approved": [self.api_key[-20:]], "rejected": []},
             }, indent=2))

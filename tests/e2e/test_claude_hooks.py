@@ -180,8 +180,10 @@ def test_interactive_permission_dialog_blocks_at_once_and_approval_resumes(
     fleet_cli("trust", "--config-dir", str(claude.config_dir), "--path", str(repo.path))
     anthropic.script([bash("echo approved > out.txt"), say("Wrote out.txt.")])
 
-    # fleet trust answered the folder-trust dialog: the harness does not.
-    pane = claude.interactive(tmux, cwd=repo.path, prompt="write out.txt", trust=False)
+    # fleet trust answered the folder-trust dialog: the harness does not. The mode is explicit:
+    # Claude Code 2.1.332 defaults to auto mode, which runs this command without a dialog.
+    pane = claude.interactive(tmux, cwd=repo.path, prompt="write out.txt", trust=False,
+                              permission_mode="default")
 
     # Watch the screen and the fold together: the dialog's first sighting, then the state.
     deadline = time.monotonic() + 60

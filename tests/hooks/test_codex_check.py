@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleet._hooks import CODEX_EVENTS, codex_target, install, status
+from tests.e2e.binaries import AgentsMissing, codex_sets, find_agents
 
 #: A stand-in for ``codex app-server`` whose trust recipe differs from fleet's copy, as a future
 #: Codex's might: it hashes the command alone.
@@ -116,11 +117,18 @@ def test_cli_names_codex_and_reports_its_verdict(
 
 
 @pytest.mark.e2e
-def test_the_pinned_codex_trusts_what_fleet_writes(tmp_path: Path, home: Path) -> None:
-    """The recipe fleet keeps is exactly the pinned Codex's: no repair needed."""
-    from tests.e2e.binaries import find_agents
-
-    codex = str(find_agents().codex)
+@pytest.mark.parametrize(
+    ("pin_set", "version"), codex_sets(), ids=[f"codex-{v}" for _, v in codex_sets()]
+)
+def test_the_pinned_codex_trusts_what_fleet_writes(
+    tmp_path: Path, home: Path, pin_set: str, version: str
+) -> None:
+    """The recipe fleet keeps is exactly each pinned Codex's: no repair needed."""
+    try:
+        agents = find_agents(pin_set)
+    except AgentsMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    codex = str(agents.codex)
     codex_home = tmp_path / "codex"
     change = install(codex_target(codex_home), home=home, codex=codex)
     check = change.codex_check
