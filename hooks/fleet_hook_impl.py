@@ -56,7 +56,13 @@ HOOK_FIELDS = (
     "background_tasks",
     "last_assistant_message",
     "detail",
+    "origin",
+    "agent_pid",
+    "agent_start",
+    "to_model",
 )
+#: Fields the hook derives itself rather than copying from the payload.
+DERIVED_FIELDS = ("detail", "origin", "agent_pid", "agent_start")
 SCHEMA_VERSION = 1
 SOURCES = ("claude", "codex")
 
@@ -87,6 +93,13 @@ _SECRET_WORDS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CRED", "SESSION", "C
 _SECRET_PREFIXES = ("sk-", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "xox", "AKIA", "glpat-")
 _SECRET_FLAGS = ("-p", "--password", "--token", "--api-key", "--key", "--secret", "bearer",
                  "authorization:", "-u", "--user")
+#: A background task (subagent, background shell) in one of these states no longer runs.
+_TASK_ENDED = frozenset({"completed", "failed", "killed", "stopped", "cancelled", "canceled",
+                         "error", "done"})
+#: The prompt Claude Code injects when a background task finishes (2.1.332 and later).
+_NOTIFICATION_PROMPT = "<task-notification>"
+_SHELLS = frozenset({b"sh", b"dash", b"bash", b"zsh"})
+MONITOR_SCRIPT = "fleet_monitor.py"
 
 
 class HookFailure(Exception):
@@ -98,6 +111,7 @@ class HookFailure(Exception):
 
 def main(argv: list[str]) -> None:
     """Run the hook; never raises, never prints."""
+    _ignore_termination()
     ts = observed_at()
     src, home = _parse_args(argv)
     env = _Environ()
@@ -149,6 +163,21 @@ class _Context:
                 posix.close(fd)
         except Exception:  # nowhere left to report to
             pass
+
+
+def _ignore_termination() -> None:
+    """Finish writing even when the agent signals the hook to stop: Claude Code 2.1.332 sends
+    SIGTERM to a ``-p`` session's StopFailure hook a few milliseconds after spawning it, and an
+    API error or usage limit would be lost. The installed command ignores SIGTERM before this
+    interpreter starts (``trap '' TERM; exec ...``); this covers a command installed by an older
+    fleet, from the moment the interpreter runs."""
+    try:
+        # The C module beneath signal, which would import enum (costly, like os and re).
+        import _signal  # type: ignore[import-not-found]
+
+        _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+    except Exception:  # no signals here: nothing to ignore
+        pass
 
 
 def observed_at() -> float:
@@ -231,8 +260,13 @@ def _run(ctx: _Context, ts: float, env: "_Environ") -> None:
             "payload has no hook_event_name" if payload else "payload is empty or not JSON"
         )
     detail = env.get("FLEET_HOOK_DETAIL") == "summary"
-    line = encode_line(ts, ctx.src, ctx.event, payload, detail=detail)
+    agent: tuple[int, int | None] | None = None
+    if ctx.event == "SessionStart":
+        agent = agent_process(env)
+    line = encode_line(ts, ctx.src, ctx.event, payload, detail=detail, agent=agent)
     append_line(journal_path(ctx.home, worker), line)
+    if agent is not None and ctx.src == "claude" and env.get("CLAUDE_CODE_ENTRYPOINT") != "sdk-cli":
+        start_monitor(ctx.home, worker, agent, env, payload)
     if not complete:
         raise HookFailure(f"payload over {READ_LIMIT} bytes: recorded the fields read before it")
 
@@ -276,6 +310,96 @@ def normpath(path: str) -> str:
         else:
             parts.append(part)
     return "/" + "/".join(parts)
+
+
+# -- the agent's process and its session monitor -----------------------------------------------
+
+
+def agent_process(env: "_Environ") -> "tuple[int, int | None] | None":
+    """The agent's own process, as (pid, start time in clock ticks): the pid Claude Code names
+    (``CLAUDE_PID``, 2.1.332 and later), else this hook's parent, past any shell between them.
+    Recorded at SessionStart so a session that dies without its SessionEnd hook (killed, out of
+    memory) is found dead by fleet's liveness watch."""
+    raw = env.get("CLAUDE_PID")
+    pid = int(raw) if raw and raw.isdigit() else posix.getppid()
+    for _ in range(4):
+        stat = _proc_stat(pid)
+        if stat is None:
+            return None
+        comm = stat[stat.find(b"(") + 1 : stat.rfind(b")")]
+        if comm not in _SHELLS:
+            break
+        pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+    else:
+        return None
+    if pid <= 1:
+        return None  # the agent already exited: this hook was handed to init
+    try:
+        start: int | None = int(stat[stat.rfind(b")") + 2 :].split()[19])
+    except (IndexError, ValueError):
+        start = None
+    return pid, start
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return posix.stat(path).st_mode & _S_IFMT == _S_IFDIR
+    except OSError:
+        return False
+
+
+def _proc_stat(pid: int) -> bytes | None:
+    try:
+        fd = posix.open(f"/proc/{pid}/stat", posix.O_RDONLY | posix.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return posix.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        posix.close(fd)
+
+
+def start_monitor(
+    home: str, worker: str, agent: "tuple[int, int | None]", env: "_Environ",
+    payload: "dict[str, Any]",
+) -> None:
+    """Start fleet's session monitor (``fleet_monitor.py``) for an interactive Claude Code
+    session, detached: its own session, stdio on /dev/null, nothing inherited. It journals what
+    Claude Code's own status file says the session waits for, and ends with the agent. One per
+    agent process: a second one (SessionStart fires again on /clear and /compact) finds the
+    first one's lock and exits."""
+    import sys
+
+    config = env.get("CLAUDE_CONFIG_DIR") or (env.get("HOME") or "") + "/.claude"
+    sessions = config.rstrip("/") + "/sessions"
+    if not config.startswith("/") or not (_is_dir(sessions) or env.get("CLAUDE_PID")):
+        return  # an agent that keeps no status files: nothing to watch
+    session = payload.get("session_id")
+    pid, start = agent
+    argv = [
+        sys.executable, "-I", "-S", __file__.rpartition("/")[0] + "/" + MONITOR_SCRIPT,
+        "--home", home, "--worker", worker, "--pid", str(pid),
+        "--start", "" if start is None else str(start),
+        "--sessions", sessions,
+        "--session-id", session if isinstance(session, str) else "",
+    ]
+    null = "/dev/null"
+    try:
+        posix.posix_spawn(
+            sys.executable, argv, {},
+            file_actions=[
+                (posix.POSIX_SPAWN_OPEN, 0, null, posix.O_RDONLY, 0),
+                (posix.POSIX_SPAWN_OPEN, 1, null, posix.O_WRONLY, 0),
+                (posix.POSIX_SPAWN_OPEN, 2, null, posix.O_WRONLY, 0),
+            ],
+            setsid=True,
+            # This hook ignores SIGTERM (see _ignore_termination); the monitor must not.
+            setsigdef=(15,),
+        )
+    except OSError as exc:
+        raise HookFailure(f"cannot start the session monitor: {exc.strerror or exc}") from exc
 
 
 # -- finding the worker ------------------------------------------------------------------------
@@ -440,23 +564,27 @@ def _skip(text: str, i: int, n: int) -> int:
 
 
 def select_fields(
-    payload: "dict[str, Any]", *, detail: bool = False
+    payload: "dict[str, Any]",
+    *,
+    detail: bool = False,
+    agent: "tuple[int, int | None] | None" = None,
 ) -> "list[tuple[str, Any]]":
-    """The bounded fields of a payload that go into the journal, in HOOK_FIELDS order."""
+    """The bounded fields of a payload that go into the journal, in HOOK_FIELDS order, and the
+    few the hook derives: a tool call's redacted ``detail`` (opt-in), the ``origin`` of a
+    prompt Claude Code injected itself, and the agent's process (``agent``: pid, start time)."""
     out: list[tuple[str, Any]] = []
     for key in HOOK_FIELDS:
-        if key == "detail":
-            if detail:
-                summary = summarize_tool_input(payload)
-                if summary is not None:
-                    out.append((key, summary))
+        if key in DERIVED_FIELDS:
+            value = _derived(key, payload, detail, agent)
+            if value is not None:
+                out.append((key, value))
             continue
         if key not in payload:
             continue
         value = payload[key]
         if key == "background_tasks":
             if isinstance(value, list):
-                value = len(value)
+                value = running_tasks(value)
             elif not isinstance(value, int) or isinstance(value, bool):
                 continue
         elif key == "last_assistant_message":
@@ -472,6 +600,32 @@ def select_fields(
     return out
 
 
+def _derived(
+    key: str, payload: "dict[str, Any]", detail: bool, agent: "tuple[int, int | None] | None"
+) -> "Any":
+    if key == "detail":
+        return summarize_tool_input(payload) if detail else None
+    if key == "origin":
+        prompt = payload.get("prompt")
+        if isinstance(prompt, str) and prompt.lstrip().startswith(_NOTIFICATION_PROMPT):
+            return "task-notification"
+        return None
+    if agent is None:
+        return None
+    return agent[0] if key == "agent_pid" else agent[1]
+
+
+def running_tasks(tasks: "list[Any]") -> int:
+    """How many background tasks still run: a Stop's ``background_tasks`` lists each one with
+    its status (a SubagentStop's still lists the subagent that is stopping)."""
+    count = 0
+    for task in tasks:
+        status = task.get("status") if isinstance(task, dict) else None
+        if not (isinstance(status, str) and status.lower() in _TASK_ENDED):
+            count += 1
+    return count
+
+
 def _cut_message(value: "Any") -> "Any":
     if not isinstance(value, str) or len(value) <= LAST_MESSAGE_LIMIT:
         return value
@@ -481,7 +635,13 @@ def _cut_message(value: "Any") -> "Any":
 
 
 def encode_line(
-    ts: float, src: str, event: str, payload: "dict[str, Any]", *, detail: bool = False
+    ts: float,
+    src: str,
+    event: str,
+    payload: "dict[str, Any]",
+    *,
+    detail: bool = False,
+    agent: "tuple[int, int | None] | None" = None,
 ) -> bytes:
     """One journal line, newline included: the envelope, then the selected fields."""
     fields: list[tuple[str, Any]] = [
@@ -490,7 +650,7 @@ def encode_line(
         ("src", src),
         ("type", event),
     ]
-    fields.extend(select_fields(payload, detail=detail))
+    fields.extend(select_fields(payload, detail=detail, agent=agent))
     return _encode_object(fields).encode("ascii") + b"\n"
 
 

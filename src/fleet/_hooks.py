@@ -61,10 +61,27 @@ CLAUDE_EVENTS: Final = (
     "PostCompact",
     "SessionEnd",
 )
+#: Hook events of later Claude Code releases, by the first release fleet knows to have them.
+#: An older release that finds one in settings.json stops every interactive start at a warning
+#: dialog ("Unknown hook event ... was ignored", seen on 2.1.197), which would hold a worker at
+#: a screen, so they are installed only where the Claude Code to run is known to be that new.
+#: They are journaled for the record (the model a worker switched to) and move no state.
+CLAUDE_LATER_EVENTS: Final[tuple[tuple[tuple[int, ...], tuple[str, ...]], ...]] = (
+    ((2, 1, 332), ("PreModelSwitch", "PostModelSwitch", "DirectoryAdded", "PreSkillShellCommand")),
+)
 #: Tool activity fires on every call and only ever means "working": it runs in the background so
 #: it never delays a tool. Everything that changes what a coordinator should do stays synchronous,
-#: so it is in the journal before the agent moves on.
-CLAUDE_ASYNC_EVENTS: Final = frozenset({"PostToolUse", "PostToolUseFailure"})
+#: so it is in the journal before the agent moves on. The 2.1.332 events change no state either.
+CLAUDE_ASYNC_EVENTS: Final = frozenset(
+    {
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreModelSwitch",
+        "PostModelSwitch",
+        "DirectoryAdded",
+        "PreSkillShellCommand",
+    }
+)
 #: Codex runs hooks synchronously, so a PreToolUse hook would delay every tool; see above.
 CODEX_EVENTS: Final = (
     "SessionStart",
@@ -135,9 +152,17 @@ def hook_argv(
     ]
 
 
+#: Both agents run a hook command through a shell. Ignoring SIGTERM before the interpreter starts
+#: lets the hook finish its one write: Claude Code 2.1.332 sends SIGTERM to a ``-p`` session's
+#: StopFailure hook 2-25 ms after spawning it, before Python could install a handler, and the API
+#: error or usage limit it carries was lost in about one run in three on a loaded machine.
+#: ``exec`` keeps the agent the hook's parent (no shell process left in between).
+COMMAND_PREFIX: Final = "trap '' TERM; exec "
+
+
 def hook_command(tool: str, *, home: str | os.PathLike[str] | None = None) -> str:
-    """The shell command line installed for ``tool`` (both agents run hooks through a shell)."""
-    return shlex.join(hook_argv(tool, home=home))
+    """The shell command line installed for ``tool``."""
+    return COMMAND_PREFIX + shlex.join(hook_argv(tool, home=home))
 
 
 def is_fleet_command(command: object) -> bool:
@@ -152,6 +177,8 @@ def is_fleet_command(command: object) -> bool:
 
 
 def command_argv(command: str) -> list[str]:
+    """The argv a hook command runs (without the shell's ``trap ... exec`` prefix)."""
+    command = command.removeprefix(COMMAND_PREFIX)
     try:
         return shlex.split(command)
     except ValueError:
@@ -161,13 +188,35 @@ def command_argv(command: str) -> list[str]:
 # -- targets -----------------------------------------------------------------------------------
 
 
+def claude_events(version: str | None) -> tuple[str, ...]:
+    """The events fleet installs for a Claude Code release (None: not known, the events every
+    release has)."""
+    events: tuple[str, ...] = CLAUDE_EVENTS
+    have = _version_tuple(version) if version else None
+    if have is not None:
+        for since, later in CLAUDE_LATER_EVENTS:
+            if have >= since:
+                events += later
+    return events
+
+
+def _version_tuple(version: str) -> tuple[int, ...] | None:
+    parts = version.strip().split()[0].split(".") if version.strip() else []
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        return None
+
+
 @attrs.frozen(kw_only=True)
 class Target:
-    """Where a hook is installed: a Claude Code config dir or a Codex home, maybe a profile's."""
+    """Where a hook is installed: a Claude Code config dir or a Codex home, maybe a profile's.
+    ``claude_version`` is the Claude Code that will run there, when known."""
 
     tool: Tool
     config_dir: Path
     profile: str | None = None
+    claude_version: str | None = None
 
     @property
     def hooks_file(self) -> Path:
@@ -179,16 +228,19 @@ class Target:
 
     @property
     def events(self) -> tuple[str, ...]:
-        return CLAUDE_EVENTS if self.tool == "claude" else CODEX_EVENTS
+        return claude_events(self.claude_version) if self.tool == "claude" else CODEX_EVENTS
 
     @property
     def label(self) -> str:
         return self.profile or f"{self.tool}:{self.config_dir}"
 
 
-def claude_target(config_dir: str | os.PathLike[str], profile: str | None = None) -> Target:
+def claude_target(
+    config_dir: str | os.PathLike[str], profile: str | None = None, *,
+    claude_version: str | None = None,
+) -> Target:
     path = Path(config_dir).expanduser().absolute()
-    return Target(tool="claude", config_dir=path, profile=profile)
+    return Target(tool="claude", config_dir=path, profile=profile, claude_version=claude_version)
 
 
 def codex_target(codex_home: str | os.PathLike[str], profile: str | None = None) -> Target:
@@ -641,6 +693,7 @@ def status(
     positions = fleet_positions(hooks)
     installed = tuple(e for e in target.events if any(p[0] == e for p in positions))
     missing = tuple(e for e in target.events if e not in installed)
+    unknown = sorted({p[0] for p in positions} - set(target.events))
     commands = sorted({hooks[e][gi]["hooks"][hi]["command"] for e, gi, hi in positions})
     try:
         expected: str | None = hook_command(target.tool, home=home)
@@ -651,10 +704,21 @@ def status(
         problems.append(f"fleet's hook is not installed in {path}")
     elif missing:
         problems.append(f"fleet's hook is missing for {', '.join(missing)}")
+    if unknown and target.tool == "claude" and target.claude_version:
+        problems.append(
+            f"Claude Code {target.claude_version} does not know the hook events "
+            f"{', '.join(unknown)} and stops at a warning on every interactive start; run "
+            "`fleet hooks install` again"
+        )
     if len(commands) > 1:
         problems.append("fleet's hook entries disagree on the command; reinstall")
     for command in commands:
         problems.extend(_command_problems(command))
+        if not command.startswith(COMMAND_PREFIX):
+            problems.append(
+                "fleet's hook command was installed by an older fleet and can be stopped "
+                "before it records an API error or usage limit; run `fleet hooks install` again"
+            )
     if target.tool == "claude" and data.get("disableAllHooks") is True:
         problems.append(f"{path} sets disableAllHooks: no hook runs")
     untrusted: list[str] = []
@@ -800,6 +864,41 @@ def find_codex(explicit: str | None = None) -> str | None:
             raise SettingsError(f"Codex binary {name} not found")
         return found
     return shutil.which("codex")
+
+
+#: Names the Claude Code binary whose version decides which events ``install`` writes.
+CLAUDE_BIN_ENV: Final = "FLEET_CLAUDE"
+
+
+def find_claude(explicit: str | None = None) -> str | None:
+    """The Claude Code binary to ask its version: ``explicit``, else ``$FLEET_CLAUDE``, else
+    ``claude`` on PATH; ``none`` asks none."""
+    name = explicit or os.environ.get(CLAUDE_BIN_ENV)
+    if name == "none":
+        return None
+    if name:
+        found = shutil.which(name)
+        if found is None:
+            raise SettingsError(f"Claude Code binary {name} not found")
+        return found
+    return shutil.which("claude")
+
+
+def claude_version(claude: str, *, runner: Runner | None = None) -> str | None:
+    """``claude --version``'s release ("2.1.332"), asked in an empty config dir and home so
+    that nothing of the user's is read or written; None when it does not say."""
+    import tempfile
+
+    runner = runner or SubprocessRunner()
+    with tempfile.TemporaryDirectory(prefix="fleet-claude-version-") as scratch:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
+               "CLAUDE_CONFIG_DIR": scratch, "DISABLE_AUTOUPDATER": "1"}
+        try:
+            result = runner.run([claude, "--version"], env=env, timeout=30)
+        except (OSError, ToolError):
+            return None
+    words = result.stdout.split() if result.ok else []
+    return words[0] if words and _version_tuple(words[0]) else None
 
 
 def codex_hooks_list(

@@ -24,7 +24,7 @@ from fleet._files import atomic_write
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
 from fleet._journal import JournalReader, list_workers
 
-CACHE_VERSION: Final = 1
+CACHE_VERSION: Final = 2
 
 
 class Folded:

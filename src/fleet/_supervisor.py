@@ -47,6 +47,8 @@ import orjson
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
 from fleet._core.events import Exited, Started
+from fleet._core.fold import find_envelope
+from fleet._core.limits import find_reset
 from fleet._home import DIR_MODE, FILE_MODE
 
 SRC: Final = "headless"
@@ -88,7 +90,10 @@ _LIMIT_WORDS: Final = (
     "quota",
     "limit reached",
     "hit your limit",
+    "you've hit your",
 )
+#: Claude Code's result names the kind of API error (2.1.332): these are limits.
+_LIMIT_API_ERRORS: Final = frozenset({"usage_limit_reached", "rate_limit", "rate_limit_error"})
 
 _MESSAGE_ITEMS: Final = ("agent_message", "assistant_message")
 
@@ -150,6 +155,8 @@ class Outcome:
     usage: dict[str, int] = attrs.field(factory=dict)
     session_id: str | None = None
     reset_at: float | None = None
+    #: the last result with a DONE/BLOCKED envelope, when only automatic turns came after it
+    claim: str | None = None
 
 
 def cut_result(text: str | None) -> str | None:
@@ -206,47 +213,6 @@ def find_status(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_IN_RE: Final = re.compile(
-    r"(?:try again|retry|resets?|available again)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*"
-    r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b[\s,and]*)+)",
-    re.IGNORECASE,
-)
-_PART_RE: Final = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.IGNORECASE)
-_EPOCH_RE: Final = re.compile(r"\|\s*(\d{10})(?:\d{3})?\b")
-_ISO_RE: Final = re.compile(
-    r"(?:reset|again)[^0-9]{0,20}(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
-    r"(?:Z|[+-]\d{2}:?\d{2})?)",
-    re.IGNORECASE,
-)
-
-
-def find_reset(text: str, now: float) -> float | None:
-    """When a usage or rate limit resets, from the ways agents say it: ``...|1767225600``
-    (Claude Code's limit message), an ISO time after "reset", or "try again in 2h 5m"."""
-    m = _EPOCH_RE.search(text)
-    if m:
-        return float(m.group(1))
-    m = _ISO_RE.search(text)
-    if m:
-        from datetime import UTC, datetime
-
-        raw = m.group(1).replace(" ", "T").replace("Z", "+00:00")
-        with contextlib.suppress(ValueError):
-            stamp = datetime.fromisoformat(raw)
-            if stamp.tzinfo is None:
-                stamp = stamp.replace(tzinfo=UTC)
-            return stamp.timestamp()
-    m = _IN_RE.search(text)
-    if m:
-        seconds = sum(
-            float(n) * _UNITS[u.lower()] for n, u in _PART_RE.findall(m.group(1))
-        )
-        if seconds > 0:
-            return now + seconds
-    return None
-
-
 def classify(
     *,
     exit_code: int | None,
@@ -272,8 +238,11 @@ def classify(
 
 
 def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
-    """An attempt of ``claude -p --output-format json`` (or ``stream-json``: the last ``result``
-    object counts)."""
+    """An attempt of ``claude -p --output-format stream-json`` (or ``json``). The last
+    ``result`` object decides how the run went. Claude Code 2.1.332 runs subagents in the
+    background and answers each one's completion in an automatic turn with a result of its own
+    (``origin.kind`` ``task-notification``): a worker's DONE/BLOCKED claim made in the main turn
+    is then in an earlier result, kept as ``claim``."""
     objects = [o for o in _json_objects(stdout) if o.get("type", "result") == "result"]
     result_obj = objects[-1] if objects else None
     if result_obj is None:
@@ -301,6 +270,8 @@ def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) ->
     detail = " ".join(str(e) for e in errors) if isinstance(errors, list) else ""
     text = " ".join(filter(None, [result_text, detail, stderr.strip()[-1000:] if is_error else ""]))
     kind = classify(exit_code=exit_code, is_error=is_error, status=status, text=text)
+    if kind not in ("ok", "auth") and result_obj.get("api_error") in _LIMIT_API_ERRORS:
+        kind = "limit"
     session = result_obj.get("session_id")
     return Outcome(
         kind=kind,
@@ -311,7 +282,21 @@ def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) ->
         usage=_int_usage(result_obj.get("usage")),
         session_id=session if isinstance(session, str) else None,
         reset_at=find_reset(text, now) if kind == "limit" else None,
+        claim=cut_result(_claim(objects)),
     )
+
+
+def _claim(results: list[dict[str, Any]]) -> str | None:
+    """The last result carrying an envelope, when it is not the last one and every result
+    after it answered a task notification (a turn the worker did not choose to take)."""
+    for i in range(len(results) - 1, -1, -1):
+        text = results[i].get("result")
+        if isinstance(text, str) and find_envelope(text) is not None:
+            return text if i < len(results) - 1 else None
+        origin = results[i].get("origin")
+        if not (isinstance(origin, dict) and origin.get("kind") == "task-notification"):
+            return None
+    return None
 
 
 def parse_codex(stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
@@ -545,6 +530,7 @@ class Supervisor:
             session_id=None if outcome is None else outcome.session_id,
             reason=reason,
             reset_at=None if outcome is None else outcome.reset_at,
+            claim=None if outcome is None else outcome.claim,
         )
         self._journal(event)
         return event

@@ -63,6 +63,9 @@ From outside ``tests/e2e`` (e.g. adapter tests), import the same objects from
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,6 +108,23 @@ def agents(request: pytest.FixtureRequest) -> Agents:
     except AgentsMissing as exc:
         missing = str(exc)
     pytest.fail(missing, pytrace=False)
+
+
+@pytest.fixture
+def cpu_load() -> Iterator[None]:
+    """Every core busy while the test runs: what a loaded machine does to the timing of hooks
+    (Claude Code 2.1.332 signals a headless session's StopFailure hook milliseconds after
+    spawning it; on a busy machine a hook that does not ignore the signal loses the event)."""
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(os.cpu_count() or 2)
+    ]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from fleet._core.events import Event, HookEvent, decode_line
-from fleet._core.fold import fold
+from fleet._core.fold import WorkerState, fold
 
 from .binaries import Agents
 from .fake_anthropic import FakeAnthropic
@@ -279,6 +279,9 @@ class ClaudeSetup:
     home: Path
     processes: Processes
     api_key: str = "sk-ant-fleet-e2e-0000000000000000-key"
+    #: a subscription's OAuth token (``subscription=True`` runs use it instead of the API key:
+    #: Claude Code then words usage limits as a subscriber sees them, with the reset time)
+    oauth_token: str = "sk-ant-oat01-fleet-e2e-subscription-0000000000"
     #: extra variables for every run (e.g. FLEET_WORKER)
     extra_env: dict[str, str] = attrs.field(factory=dict)
 
@@ -338,6 +341,13 @@ class ClaudeSetup:
         env.update(more)
         return env
 
+    def subscription_env(self, **more: str) -> dict[str, str]:
+        """:meth:`env` logged in as a subscriber (an OAuth token, no API key)."""
+        env = self.env(**more)
+        del env["ANTHROPIC_API_KEY"]
+        env["CLAUDE_CODE_OAUTH_TOKEN"] = self.oauth_token
+        return env
+
     def headless_argv(self, prompt: str, *, permission_mode: str = "bypassPermissions",
                       args: Sequence[str] = ()) -> list[str]:
         return [str(self.agents.claude), "-p", prompt, "--output-format", "json",
@@ -345,18 +355,21 @@ class ClaudeSetup:
 
     def headless(self, prompt: str, *, cwd: Path, permission_mode: str = "bypassPermissions",
                  args: Sequence[str] = (), env: Mapping[str, str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> AgentRun:
+                 timeout: float = DEFAULT_TIMEOUT, subscription: bool = False) -> AgentRun:
         """Run ``claude -p PROMPT --output-format json`` to completion."""
+        make_env = self.subscription_env if subscription else self.env
         return self.processes.run(
             self.headless_argv(prompt, permission_mode=permission_mode, args=args),
-            cwd=cwd, env=self.env(**dict(env or {})), timeout=timeout,
+            cwd=cwd, env=make_env(**dict(env or {})), timeout=timeout,
         )
 
     def interactive(self, tmux: Tmux, *, cwd: Path, prompt: str | None = None,
                     permission_mode: str | None = None, args: Sequence[str] = (),
-                    env: Mapping[str, str] | None = None, trust: bool = True) -> Pane:
+                    env: Mapping[str, str] | None = None, trust: bool = True,
+                    subscription: bool = False) -> Pane:
         """Start the TUI in a tmux pane (trusting ``cwd`` first unless ``trust`` is false).
-        With ``prompt`` it is submitted at once."""
+        With ``prompt`` it is submitted at once; ``permission_mode`` None starts it in the
+        release's default mode."""
         if trust:
             self.trust(cwd)
         argv = [str(self.agents.claude)]
@@ -364,8 +377,9 @@ class ClaudeSetup:
             argv += ["--permission-mode", permission_mode]
         argv += list(args)
         if prompt is not None:
-            argv.append(prompt)
-        return tmux.start(argv, cwd=cwd, env=self.env(**dict(env or {})))
+            argv += ["--", prompt] if args else [prompt]
+        make_env = self.subscription_env if subscription else self.env
+        return tmux.start(argv, cwd=cwd, env=make_env(**dict(env or {})))
 
 
 @attrs.define
@@ -514,6 +528,64 @@ def state_sequence(worker: str, events: Sequence[Event]) -> list[tuple[str, str]
     return seq
 
 
+@attrs.frozen(kw_only=True)
+class Sighting:
+    """When a screen first showed something and when the fold first agreed."""
+
+    screen_at: float
+    state_at: float
+    state: WorkerState
+
+    @property
+    def lag(self) -> float:
+        """Seconds from the screen to the state (negative: the state came first)."""
+        return self.state_at - self.screen_at
+
+
+def watch_screen_and_state(pane: Pane, worker: str, screen: str,
+                           wanted: Callable[[WorkerState], bool], *,
+                           timeout: float = 60) -> Sighting:
+    """Watch the pane and the fold of ``worker``'s journal together until the screen has
+    matched ``screen`` (a regex) and the state has satisfied ``wanted``, each at least once."""
+    rx = re.compile(screen)
+    deadline = time.monotonic() + timeout
+    screen_at: float | None = None
+    state_at: float | None = None
+    state: WorkerState | None = None
+    while screen_at is None or state_at is None:
+        if time.monotonic() > deadline:
+            current = fold(worker, journal(worker), now=time.time())
+            raise TimeoutError(
+                f"screen {'seen' if screen_at else 'never matched ' + screen!r}, state "
+                f"{'seen' if state_at else 'never reached'} (now {current.state}/"
+                f"{current.reason}) in {timeout}s; hooks: {hooks_of(journal(worker))}\n"
+                f"{pane.screen()}"
+            )
+        if screen_at is None and rx.search(pane.screen()):
+            screen_at = time.monotonic()
+        if state_at is None:
+            current = fold(worker, journal(worker), now=time.time())
+            if wanted(current):
+                state_at, state = time.monotonic(), current
+        time.sleep(0.02)
+    assert state is not None
+    return Sighting(screen_at=screen_at, state_at=state_at, state=state)
+
+
+def wait_for_state(worker: str, wanted: Callable[[WorkerState], bool], *,
+                   timeout: float = 60) -> WorkerState:
+    """Poll the fold of ``worker``'s journal until ``wanted(state)``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = fold(worker, journal(worker), now=time.time())
+        if wanted(state):
+            return state
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{worker} is {state.state}/{state.reason} after {timeout}s; "
+                               f"hooks: {hooks_of(journal(worker))}")
+        time.sleep(0.02)
+
+
 def wait_for_journal(worker: str, predicate: Callable[[list[Event]], bool], *,
                      timeout: float = 30, interval: float = 0.02,
                      home: Path | None = None) -> list[Event]:
@@ -552,7 +624,8 @@ def install_hooks(setup: ClaudeSetup | CodexSetup) -> None:
     """``fleet hooks install`` into the setup's config dir / Codex home (with Codex's trust
     entries), exactly as a user would."""
     if isinstance(setup, ClaudeSetup):
-        fleet_cli("hooks", "install", "--config-dir", str(setup.config_dir))
+        fleet_cli("hooks", "install", "--config-dir", str(setup.config_dir),
+                  "--claude-bin", str(setup.agents.claude))
     else:
         fleet_cli("hooks", "install", "--codex-home", str(setup.codex_home))
 

@@ -16,15 +16,35 @@ from fleet._core.events import Event, decode_line
 from fleet._hooks import hook_argv
 from fleet._journal import index_worktree
 
-#: Real payloads of every hook event, captured from Claude Code 2.1.197 and Codex 0.171.0.
+#: Real payloads of every hook event, captured from Claude Code 2.1.197 and 2.1.332 (the tested
+#: releases; ``-more-`` holds what the reference capture of 2.1.332 left out: model switches,
+#: AskUserQuestion, an MCP elicitation, a subscription's usage limit) and Codex 0.171.0.
 REFERENCE = Path(__file__).resolve().parent / "payloads"
-CLAUDE_PAYLOADS = REFERENCE / "claude-code-2.1.197-hook-payloads.json"
+CLAUDE_RELEASES: dict[str, tuple[str, ...]] = {
+    "2.1.197": ("claude-code-2.1.197-hook-payloads.json",),
+    "2.1.332": (
+        "claude-code-2.1.332-hook-payloads.json",
+        "claude-code-2.1.332-more-hook-payloads.json",
+    ),
+}
 CODEX_PAYLOADS = REFERENCE / "codex-0.171.0-hook-payloads.json"
 
 
-def claude_payloads() -> dict[str, dict[str, Any]]:
-    data: dict[str, dict[str, Any]] = json.loads(CLAUDE_PAYLOADS.read_text())
+def claude_payloads(release: str = "2.1.197") -> dict[str, dict[str, Any]]:
+    """One release's payloads by scenario name."""
+    data: dict[str, dict[str, Any]] = {}
+    for name in CLAUDE_RELEASES[release]:
+        data.update(json.loads((REFERENCE / name).read_text()))
     return data
+
+
+def every_claude_payload() -> dict[str, dict[str, Any]]:
+    """Every tested release's payloads, by ``"<release> / <scenario>"``."""
+    return {
+        f"{release} / {name}": payload
+        for release in CLAUDE_RELEASES
+        for name, payload in claude_payloads(release).items()
+    }
 
 
 def codex_payloads() -> dict[str, dict[str, Any]]:

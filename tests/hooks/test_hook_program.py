@@ -18,9 +18,10 @@ from fleet._core.events import HookEvent, Unreadable
 from fleet._core.fold import find_envelope
 from fleet._hooks import hook_script_path
 from fleet._journal import index_worktree
-from tests.hooks.conftest import Hook, claude_payloads, codex_payloads
+from tests.hooks.conftest import Hook, claude_payloads, codex_payloads, every_claude_payload
 
 CLAUDE = claude_payloads()
+EVERY_CLAUDE = every_claude_payload()
 CODEX = codex_payloads()
 
 
@@ -81,9 +82,9 @@ def test_worker_id_rule_is_the_cores() -> None:
         assert impl.is_worker_id(sample) == is_worker_id(sample), sample
 
 
-@pytest.mark.parametrize("name", sorted(CLAUDE))
+@pytest.mark.parametrize("name", sorted(EVERY_CLAUDE))
 def test_every_real_claude_payload(hook: Hook, name: str) -> None:
-    payload = CLAUDE[name]
+    payload = EVERY_CLAUDE[name]
     run = hook.run(payload, project=hook.worktree)
     assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
     event = only_event(hook)
@@ -97,7 +98,11 @@ def test_every_real_claude_payload(hook: Hook, name: str) -> None:
         if key in payload:
             assert raw[key] == payload[key]
     if isinstance(payload.get("background_tasks"), list):
-        assert raw["background_tasks"] == len(payload["background_tasks"])
+        running = [t for t in payload["background_tasks"] if t.get("status") == "running"]
+        assert raw["background_tasks"] == len(running)
+    if payload["hook_event_name"] == "UserPromptSubmit":
+        injected = payload["prompt"].startswith("<task-notification>")
+        assert raw.get("origin") == ("task-notification" if injected else None)
     assert hook.error_lines() == []
 
 

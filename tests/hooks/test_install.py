@@ -17,6 +17,7 @@ from fleet._hooks import (
     CODEX_EVENTS,
     claude_target,
     codex_target,
+    command_argv,
     hook_command,
     hook_script_path,
     install,
@@ -54,7 +55,10 @@ def write_json(path: Path, data: Any) -> bytes:
 
 
 def test_command_is_absolute_isolated_and_bakes_the_home(home: Path) -> None:
-    argv = shlex.split(hook_command("codex", home=home))
+    command = hook_command("codex", home=home)
+    # SIGTERM is ignored before the interpreter starts, which replaces the shell
+    assert command.startswith("trap '' TERM; exec ")
+    argv = command_argv(command)
     assert Path(argv[0]).is_absolute() and Path(argv[0]).exists()
     assert argv[1:3] == ["-I", "-S"]
     assert Path(argv[3]) == hook_script_path() and Path(argv[3]).is_file()
@@ -63,7 +67,7 @@ def test_command_is_absolute_isolated_and_bakes_the_home(home: Path) -> None:
 
 def test_command_quotes_awkward_paths(tmp_path: Path) -> None:
     odd = tmp_path / "my fleet's home"
-    argv = shlex.split(hook_command("claude", home=odd))
+    argv = command_argv(hook_command("claude", home=odd))
     assert argv[-1] == str(odd)
 
 
@@ -82,8 +86,10 @@ class TestClaude:
         for event, found in handlers.items():
             assert len(found) == 1
             assert found[0]["command"] == hook_command("claude", home=home)
+            # Tool activity and the events that move no state never hold the agent up.
             assert found[0].get("async", False) is (
-                event in {"PostToolUse", "PostToolUseFailure"}
+                event in {"PostToolUse", "PostToolUseFailure", "PreModelSwitch",
+                          "PostModelSwitch", "DirectoryAdded", "PreSkillShellCommand"}
             )
         for event in ("Stop", "PermissionRequest", "Notification", "SessionEnd", "StopFailure"):
             assert "async" not in handlers[event][0]

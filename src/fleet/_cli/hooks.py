@@ -34,6 +34,12 @@ def add_targets(p: argparse.ArgumentParser, *, many: bool = True) -> None:
     if many:
         p.add_argument("--all-profiles", action="store_true", help="every clausona profile")
         p.add_argument(
+            "--claude-bin", metavar="PATH",
+            help="the Claude Code binary whose release decides which hook events are "
+            "installed (default: $FLEET_CLAUDE, else claude on PATH; 'none' asks none, and "
+            "then only the events every release has are installed)",
+        )
+        p.add_argument(
             "--codex-bin", metavar="PATH",
             help="the Codex binary to ask whether it trusts fleet's hook (default: "
             "$FLEET_CODEX, else codex on PATH; 'none' asks no Codex, and then fleet's copy "
@@ -223,8 +229,20 @@ def _codex_bin(args: argparse.Namespace, targets: list[_hooks.Target]) -> str | 
     return _hooks.find_codex(getattr(args, "codex_bin", None))
 
 
+def _with_claude_version(
+    args: argparse.Namespace, targets: list[_hooks.Target]
+) -> list[_hooks.Target]:
+    """The targets, Claude Code ones knowing the release that will run there."""
+    if not any(t.tool == "claude" for t in targets):
+        return targets
+    claude = _hooks.find_claude(getattr(args, "claude_bin", None))
+    version = _hooks.claude_version(claude) if claude else None
+    return [attrs.evolve(t, claude_version=version) if t.tool == "claude" else t
+            for t in targets]
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    targets = resolve_targets(args)
+    targets = _with_claude_version(args, resolve_targets(args))
     codex = _codex_bin(args, targets)
     changes = [_hooks.install(t, home=args.home, codex=codex) for t in targets]
     return _print_changes(args, changes, "installed")
@@ -263,7 +281,7 @@ def _print_changes(args: argparse.Namespace, changes: list[_hooks.Change], verb:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    targets = resolve_targets(args)
+    targets = _with_claude_version(args, resolve_targets(args))
     codex = _codex_bin(args, targets)
     statuses = [_hooks.status(t, home=args.home, codex=codex) for t in targets]
     if args.json:

@@ -51,6 +51,10 @@ HOOK_FIELDS: Final = (
     "background_tasks",
     "last_assistant_message",
     "detail",
+    "origin",
+    "agent_pid",
+    "agent_start",
+    "to_model",
 )
 
 
@@ -127,6 +131,28 @@ class Exited:
     session_id: str | None = None
     reason: str | None = None
     reset_at: float | None = None
+    #: The run's last final message that carried a DONE/BLOCKED envelope, when the run went on
+    #: after it only in automatic turns (Claude Code answering its own background tasks'
+    #: notifications), so ``result``, the last turn's, no longer shows the worker's verdict.
+    claim: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentStatus:
+    """What the agent itself says of a live session in its own status file (Claude Code's
+    ``<config dir>/sessions/<pid>.json``): ``busy``, ``idle``, or ``waiting`` for a person, and
+    for what (``waiting_for``: "permission prompt", "input needed", "dialog open" ...).
+
+    Journaled by fleet's session monitor, a second first-party source beside the hooks: some
+    screens that wait for a person (auto mode's) fire no hook at all. ``ts`` is the time the
+    agent wrote the status."""
+
+    ts: float
+    src: str = "monitor"
+    status: str
+    waiting_for: str | None = None
+    pid: int | None = None
+    session_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -225,6 +251,7 @@ CoordinatorEvent: TypeAlias = (
     | Attached
     | Started
     | Exited
+    | AgentStatus
     | Vanished
     | FollowUpSent
     | HandedOver
@@ -241,6 +268,7 @@ TAGS: Final[Mapping[str, type[CoordinatorEvent]]] = {
     "attached": Attached,
     "started": Started,
     "exited": Exited,
+    "agent_status": AgentStatus,
     "vanished": Vanished,
     "follow_up_sent": FollowUpSent,
     "handed_over": HandedOver,

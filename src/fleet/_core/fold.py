@@ -33,10 +33,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
+import cattrs
 import orjson
 
 from fleet._core.events import (
     HOOK_SOURCES,
+    AgentStatus,
     Attached,
     Checked,
     Event,
@@ -56,6 +58,7 @@ from fleet._core.events import (
     event_type,
 )
 from fleet._core.ids import format_mark
+from fleet._core.limits import find_reset, is_limit_error
 from fleet._core.machine import ATTENTION_STATES, State, move
 
 DEFAULT_QUIET_AFTER: Final = 300.0
@@ -86,7 +89,18 @@ ACTIVITY_HOOKS: Final = frozenset(
         "FileChanged",
     }
 )
-_LIMIT_ERRORS: Final = ("rate_limit", "usage_limit", "limit", "quota", "billing")
+#: StopFailure kinds that need a person to act on the account: blocked, not a plain API error.
+ACCOUNT_ERRORS: Final = frozenset(
+    {"account_on_hold", "verification_required", "cloud_credential_error"}
+)
+#: Notifications that tell the fold nothing: journaled, deliberately folded as nothing.
+IGNORED_NOTIFICATIONS: Final = frozenset(
+    {"agent_completed", "auth_storage_failure", "plugin_notification"}
+)
+#: Hooks journaled for the record that move no state (the model a worker switched to is kept).
+IGNORED_HOOKS: Final = frozenset(
+    {"PreModelSwitch", "PostModelSwitch", "DirectoryAdded", "PreSkillShellCommand"}
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -160,6 +174,13 @@ class WorkerState:
     start_time: int | None = None
     refused: str | None = None
     session_id: str | None = None
+    #: the permission mode the agent last reported (Claude Code: default, auto, acceptEdits,
+    #: bypassPermissions, dontAsk, plan)
+    permission_mode: str | None = None
+    #: what the agent says it waits for, while blocked by a screen ("permission prompt", ...)
+    waiting_for: str | None = None
+    #: background tasks (subagents, background shells) still running after the main turn
+    background: int = 0
 
 
 def find_envelope(message: str | None) -> Envelope | None:
@@ -184,174 +205,191 @@ def _cut(text: Any, limit: int = MESSAGE_LIMIT) -> str | None:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _is_limit(error: str) -> bool:
-    lowered = error.lower()
-    return any(word in lowered for word in _LIMIT_ERRORS)
-
-
-# The accumulator's fields, in the order they are saved by to_dict().
-_ACC_FIELDS: Final = (
-    "state",
-    "reason",
-    "since",
-    "seq",
-    "live",
-    "events",
-    "unreadable",
-    "ignored",
-    "last_seq",
-    "last_event",
-    "last_event_ts",
-    "last_activity",
-    "activity_seq",
-    "seen",
-    "tool",
-    "profile",
-    "model",
-    "adapter",
-    "handle",
-    "worktree",
-    "branch",
-    "base",
-    "task",
-    "message",
-    "envelope",
-    "permission_tool",
-    "notification",
-    "error",
-    "limit_reset",
-    "exit",
-    "verdict",
-    "findings",
-    "pid",
-    "start_time",
-    "refused",
-    "session_id",
-)
-
-
+@attrs.define(slots=True, kw_only=True, eq=True)
 class Accumulator:
     """The mutable state of a fold in progress. Private to the fold and its callers' caches;
     never handed to users (they get :class:`WorkerState`)."""
 
-    __slots__ = _ACC_FIELDS
-
-    def __init__(self) -> None:
-        self.state: State = "starting"
-        self.reason = "new"
-        self.since = 0.0
-        self.seq = 0
-        self.live: bool | None = None
-        self.events = 0
-        self.unreadable = 0
-        self.ignored = 0
-        self.last_seq = -1
-        self.last_event: str | None = None
-        self.last_event_ts: float | None = None
-        self.last_activity: float | None = None
-        self.activity_seq = 0
-        self.seen: set[str] = set()
-        self.tool: str | None = None
-        self.profile: str | None = None
-        self.model: str | None = None
-        self.adapter: str | None = None
-        self.handle: dict[str, str] = {}
-        self.worktree: str | None = None
-        self.branch: str | None = None
-        self.base: str | None = None
-        self.task: str | None = None
-        self.message: str | None = None
-        self.envelope: Envelope | None = None
-        self.permission_tool: str | None = None
-        self.notification: str | None = None
-        self.error: str | None = None
-        self.limit_reset: float | None = None
-        self.exit: ExitInfo | None = None
-        self.verdict: str | None = None
-        self.findings: tuple[str, ...] = ()
-        self.pid: int | None = None
-        self.start_time: int | None = None
-        self.refused: str | None = None
-        self.session_id: str | None = None
+    # the state and the event that entered it
+    state: State = "starting"
+    reason: str = "new"
+    since: float = 0.0
+    seq: int = 0
+    live: bool | None = None
+    # counts and clocks
+    events: int = 0
+    unreadable: int = 0
+    ignored: int = 0
+    last_seq: int = -1
+    last_event: str | None = None
+    last_event_ts: float | None = None
+    last_activity: float | None = None
+    activity_seq: int = 0
+    seen: set[str] = attrs.field(factory=set)
+    # what the registration and the host said
+    tool: str | None = None
+    profile: str | None = None
+    model: str | None = None
+    adapter: str | None = None
+    handle: dict[str, str] = attrs.field(factory=dict)
+    worktree: str | None = None
+    branch: str | None = None
+    base: str | None = None
+    task: str | None = None
+    # what the agent said
+    message: str | None = None
+    envelope: Envelope | None = None
+    permission_tool: str | None = None
+    permission_mode: str | None = None
+    notification: str | None = None
+    waiting_for: str | None = None
+    error: str | None = None
+    limit_reset: float | None = None
+    exit: ExitInfo | None = None
+    session_id: str | None = None
+    #: background tasks still running when the main turn last ended (Stop's count)
+    background: int = 0
+    #: the last envelope the worker wrote, with its message, while its work goes on in the
+    #: background or in automatic turns that answer background tasks' notifications
+    pending: Envelope | None = None
+    pending_message: str | None = None
+    #: the current turn was started by Claude Code itself (a task notification), not a person
+    auto_turn: bool = False
+    # what the coordinator did
+    verdict: str | None = None
+    findings: tuple[str, ...] = ()
+    refused: str | None = None
+    # the process
+    pid: int | None = None
+    start_time: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {name: getattr(self, name) for name in _ACC_FIELDS}
-        out["seen"] = sorted(self.seen)
-        out["findings"] = list(self.findings)
-        out["envelope"] = attrs.asdict(self.envelope) if self.envelope else None
-        out["exit"] = attrs.asdict(self.exit) if self.exit else None
-        return out
+        """A JSON-ready copy (for the fold cache); :meth:`from_dict` reads it back."""
+        return attrs.asdict(self, value_serializer=_serialize)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Accumulator:
-        acc = cls()
-        for name in _ACC_FIELDS:
-            if name in data:
-                setattr(acc, name, data[name])
-        acc.seen = set(data.get("seen", ()))
-        acc.findings = tuple(data.get("findings", ()))
-        acc.handle = dict(data.get("handle") or {})
-        env = data.get("envelope")
-        acc.envelope = Envelope(**env) if env else None
-        ex = data.get("exit")
-        acc.exit = ExitInfo(**ex) if ex else None
-        return acc
+        """The accumulator :meth:`to_dict` saved. Raises on anything else (a cache then
+        replays)."""
+        return _acc_converter.structure(dict(data), cls)
 
     def copy(self) -> Accumulator:
-        other = Accumulator()
-        for name in _ACC_FIELDS:
-            setattr(other, name, getattr(self, name))
-        other.seen = set(self.seen)
-        other.handle = dict(self.handle)
-        return other
+        return attrs.evolve(self, seen=set(self.seen), handle=dict(self.handle))
 
 
-def _classify_hook(event: HookEvent, acc: Accumulator) -> tuple[str, str] | None:
+def _serialize(_: Any, field: Any, value: Any) -> Any:
+    if isinstance(value, set):
+        return sorted(value)
+    return value
+
+
+_acc_converter = cattrs.Converter(forbid_extra_keys=True)
+
+#: WorkerState fields copied as they are from the accumulator.
+_SNAPSHOT_FIELDS: Final = tuple(
+    f.name
+    for f in attrs.fields(WorkerState)
+    if f.name in attrs.fields_dict(Accumulator)
+    and f.name not in ("state", "reason", "since", "seq", "seen", "handle")
+)
+
+
+Move = tuple[str, str]
+
+
+def _classify_hook(event: HookEvent, acc: Accumulator) -> Move | None:
     hook = event.hook
     if hook in ACTIVITY_HOOKS:
         return ("activity", "active")
     if hook == "SessionStart":
         return ("activity", "active") if event.get("source") == "compact" else ("start", "session")
     if hook == "Stop":
-        envelope = find_envelope(event.text("last_assistant_message"))
-        if envelope is None:
-            return ("turn_end", "turn_end")
-        return ("claim", "claimed") if envelope.kind == "done" else ("block", "worker")
+        return _turn_over(acc)
     if hook == "PermissionRequest":
-        return ("block", "permission")
+        # Claude Code asks its AskUserQuestion tool's questions through a permission dialog.
+        question = event.text("tool_name") == "AskUserQuestion"
+        return ("block", "question" if question else "permission")
     if hook == "Notification":
         kind = event.get("notification_type")
-        if kind == "permission_prompt":
+        if kind in ("permission_prompt", "agent_needs_input"):
+            # agent_needs_input (2.1.332): auto mode cannot check an action and waits for a
+            # person to choose; the only hook of that screen, and it comes seconds late.
             return ("block", "permission")
         if kind == "elicitation_dialog":
             return ("block", "question")
         if kind == "idle_prompt":
-            return ("idle", "turn_end")
+            # The main turn ended a minute ago, but work that it started may still run.
+            return None if acc.background else ("idle", "turn_end")
         if kind == "elicitation_response":
             return ("activity", "active")
-        return None
+        return None  # IGNORED_NOTIFICATIONS and any kind this version does not know
     if hook == "Elicitation":
         return ("block", "question")
     if hook == "StopFailure":
         error = event.text("error") or "unknown"
-        if _is_limit(error):
+        if error in ACCOUNT_ERRORS:
+            return ("block", "account")
+        if is_limit_error(error):
             return ("limit", "limit")
         return ("api_error", f"api_error:{error}")
     if hook == "Interrupt":
         return ("interrupt", "interrupted")
     if hook == "SessionEnd":
-        return ("end", "ended")
+        return _verdict_of(acc.pending) if acc.pending and _working_on(acc) else ("end", "ended")
+    return None  # IGNORED_HOOKS and any hook this version does not know
+
+
+def _working_on(acc: Accumulator) -> bool:
+    """Whether the worker's last claim still waits for work it started: background tasks, or
+    an automatic turn answering their notifications."""
+    return acc.background > 0 or acc.auto_turn
+
+
+def _verdict_of(envelope: Envelope) -> Move:
+    return ("claim", "claimed") if envelope.kind == "done" else ("block", "worker")
+
+
+def _turn_over(acc: Accumulator) -> Move:
+    """A turn ended (a Stop, recorded by :func:`_record_stop`). While background tasks run,
+    the end of the main turn is not the end of the work."""
+    if acc.background:
+        return ("activity", "active")
+    if acc.envelope is None:
+        return ("turn_end", "turn_end")
+    return _verdict_of(acc.envelope)
+
+
+def _classify_status(event: AgentStatus, acc: Accumulator) -> Move | None:
+    """The agent's own status file. Waiting blocks; a dialog that closes (busy: it was
+    answered and the tool runs; idle: refused or cancelled, which fires no hook at all) ends the
+    wait. A status written before the current state began tells nothing new."""
+    if event.status == "waiting":
+        return ("block", _waiting_reason(event.waiting_for))
+    waiting = acc.state == "blocked" and acc.reason in ("permission", "question")
+    if not waiting or event.ts <= acc.since:
+        return None
+    if event.status == "busy":
+        return ("activity", "active")
+    if event.status == "idle":
+        return ("interrupt", "interrupted")
     return None
 
 
-def _classify_exit(event: Exited, acc: Accumulator) -> tuple[str, str]:
+def _waiting_reason(waiting_for: str | None) -> str:
+    text = (waiting_for or "").lower()
+    if any(word in text for word in ("input", "question", "elicit", "answer")):
+        return "question"
+    return "permission"
+
+
+def _classify_exit(event: Exited, acc: Accumulator) -> Move:
     if event.reason in ("stopped", "timeout"):
         return ("terminate", event.reason)
     if event.reason == "limit" or event.api_error_status == 429:
         return ("limit", "limit")
-    envelope = find_envelope(event.result)
+    envelope = find_envelope(event.result) or find_envelope(event.claim)
     if envelope is not None and not event.is_error and event.exit_code in (0, None):
-        return ("claim", "claimed") if envelope.kind == "done" else ("block", "worker")
+        return _verdict_of(envelope)
     if event.is_error and event.api_error_status is not None:
         return ("api_error", f"api_error:{event.api_error_status}")
     return ("end", f"exited:{event.exit_code if event.exit_code is not None else 'unknown'}")
@@ -383,6 +421,11 @@ def _late_tool_hook(event: Event, acc: Accumulator) -> bool:
 _NEW_TURN_HOOKS: Final = frozenset({"UserPromptSubmit", "UserPromptExpansion"})
 
 
+#: Activity that records nothing but the clocks, the session and the permission mode (a
+#: prompt also says whether the turn is automatic).
+_PLAIN_ACTIVITY: Final = ACTIVITY_HOOKS - _NEW_TURN_HOOKS
+
+
 def _new_turn(event: Event) -> bool:
     return isinstance(event, HookEvent) and event.hook in _NEW_TURN_HOOKS
 
@@ -394,28 +437,17 @@ def _touch(acc: Accumulator, ts: float) -> None:
     acc.activity_seq = acc.last_seq
 
 
-def _record(event: Event, acc: Accumulator) -> tuple[str, str] | None:
+def _record(event: Event, acc: Accumulator) -> Move | None:
     """Record what the event tells, and say which move it asks for."""
     if isinstance(event, HookEvent):
-        _touch(acc, event.ts)
-        session = event.text("session_id")
-        if session:
-            acc.session_id = session
-        hook = event.hook
-        if hook in ("Stop", "StopFailure"):
-            acc.message = _cut(event.get("last_assistant_message"))
-            acc.envelope = find_envelope(acc.message) if hook == "Stop" else None
-            if hook == "StopFailure":
-                acc.error = event.text("error")
-        elif hook == "PermissionRequest":
-            acc.permission_tool = event.text("tool_name")
-        elif hook == "Notification":
-            acc.notification = _cut(event.get("message"), 500)
-        elif hook == "SessionStart":
-            acc.live = True
-        elif hook == "SessionEnd":
-            acc.live = False
+        _record_hook(event, acc)
         return _classify_hook(event, acc)
+    if isinstance(event, AgentStatus):
+        if event.session_id:
+            acc.session_id = event.session_id
+        if event.status == "waiting":
+            acc.waiting_for = event.waiting_for
+        return _classify_status(event, acc)
     if isinstance(event, Registered):
         _touch(acc, event.ts)
         for name in ("tool", "profile", "model", "adapter", "worktree", "branch", "base", "task"):
@@ -424,6 +456,7 @@ def _record(event: Event, acc: Accumulator) -> tuple[str, str] | None:
                 setattr(acc, name, value)
         if event.handle:
             acc.handle = dict(event.handle)
+        _new_task(acc)
         return ("register", "registered")
     if isinstance(event, Attached):
         acc.handle = {**acc.handle, **event.handle}
@@ -431,27 +464,11 @@ def _record(event: Event, acc: Accumulator) -> tuple[str, str] | None:
     if isinstance(event, Started):
         _touch(acc, event.ts)
         acc.pid, acc.start_time, acc.live = event.pid, event.start_time, True
+        if event.attempt <= 1:
+            _new_task(acc)
         return ("start", "launched")
     if isinstance(event, Exited):
-        _touch(acc, event.ts)
-        acc.live = False
-        acc.exit = ExitInfo(
-            exit_code=event.exit_code,
-            is_error=event.is_error,
-            api_error_status=event.api_error_status,
-            result=_cut(event.result),
-            usage=dict(event.usage),
-            session_id=event.session_id,
-            reason=event.reason,
-            reset_at=event.reset_at,
-        )
-        if event.result:
-            acc.message = _cut(event.result)
-            acc.envelope = find_envelope(acc.message)
-        if event.reset_at is not None:
-            acc.limit_reset = event.reset_at
-        if event.session_id:
-            acc.session_id = event.session_id
+        _record_exit(event, acc)
         return _classify_exit(event, acc)
     if isinstance(event, Vanished):
         acc.live = False
@@ -465,6 +482,7 @@ def _record(event: Event, acc: Accumulator) -> tuple[str, str] | None:
         if event.handle:
             acc.handle = dict(event.handle)
         acc.verdict, acc.findings = None, ()
+        _new_task(acc)
         return ("hand_over", "handed_over")
     if isinstance(event, Seen):
         acc.seen.add(event.mark)
@@ -484,6 +502,92 @@ def _record(event: Event, acc: Accumulator) -> tuple[str, str] | None:
     return None
 
 
+def _record_hook(event: HookEvent, acc: Accumulator) -> None:
+    _touch(acc, event.ts)
+    _note_session(acc, event.data)
+    hook = event.hook
+    if hook == "Stop":
+        _record_stop(event, acc)
+    elif hook == "StopFailure":
+        acc.message = _cut(event.get("last_assistant_message"))
+        acc.envelope = None
+        acc.error = event.text("error")
+        if acc.error and is_limit_error(acc.error):
+            reset = find_reset(acc.message or "", event.ts)
+            if reset is not None:
+                acc.limit_reset = reset
+    elif hook in _NEW_TURN_HOOKS:
+        # A prompt Claude Code injected itself (a background task finished) continues the
+        # task; any other prompt is new work, and the last claim no longer answers it.
+        acc.auto_turn = event.get("origin") == "task-notification"
+        if not acc.auto_turn:
+            acc.pending = acc.pending_message = None
+    elif hook == "PermissionRequest":
+        acc.permission_tool = event.text("tool_name")
+    elif hook == "Notification":
+        acc.notification = _cut(event.get("message"), 500)
+    elif hook == "SessionStart":
+        acc.live = True
+        if event.get("source") != "compact":
+            # A new process or conversation: background tasks of an earlier one are gone.
+            acc.background, acc.auto_turn = 0, False
+        pid = event.get("agent_pid")
+        if type(pid) is int and pid > 1:
+            start = event.get("agent_start")
+            acc.pid, acc.start_time = pid, start if type(start) is int else None
+    elif hook == "SessionEnd":
+        acc.live = False
+    elif hook == "PostModelSwitch":
+        model = event.text("to_model")
+        if model:
+            acc.model = model
+
+
+def _record_stop(event: HookEvent, acc: Accumulator) -> None:
+    """A turn ended: its final message, its envelope, and how much work still runs. The last
+    envelope is kept as ``pending`` until a new task begins: when all the work has finished,
+    the state is that envelope, even if an automatic turn after it (answering a background
+    task's notification) wrote none."""
+    message = _cut(event.get("last_assistant_message"))
+    acc.message, acc.envelope = message, find_envelope(message)
+    running = event.get("background_tasks")
+    acc.background = running if type(running) is int and running > 0 else 0
+    if acc.envelope is not None:
+        acc.pending, acc.pending_message = acc.envelope, message
+    elif acc.auto_turn and acc.pending is not None:
+        acc.envelope, acc.message = acc.pending, acc.pending_message
+
+
+def _record_exit(event: Exited, acc: Accumulator) -> None:
+    _touch(acc, event.ts)
+    acc.live = False
+    acc.exit = ExitInfo(
+        exit_code=event.exit_code,
+        is_error=event.is_error,
+        api_error_status=event.api_error_status,
+        result=_cut(event.result),
+        usage=dict(event.usage),
+        session_id=event.session_id,
+        reason=event.reason,
+        reset_at=event.reset_at,
+    )
+    # The run's verdict: its result's envelope, else the claim it made before automatic turns.
+    said = event.claim if find_envelope(event.result) is None and event.claim else event.result
+    if said:
+        acc.message = _cut(said)
+        acc.envelope = find_envelope(acc.message)
+    if event.reset_at is not None:
+        acc.limit_reset = event.reset_at
+    if event.session_id:
+        acc.session_id = event.session_id
+
+
+def _new_task(acc: Accumulator) -> None:
+    """A registration, launch or hand-over: nothing the worker said before answers it."""
+    acc.pending = acc.pending_message = None
+    acc.background, acc.auto_turn = 0, False
+
+
 def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumulator:
     """Apply one journal event (the ``seq``-th line) to the accumulator, in place; returns it."""
     acc.events += 1
@@ -491,16 +595,14 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if (
         type(event) is HookEvent
         and acc.state == "working"
-        and event.hook in ACTIVITY_HOOKS
+        and event.hook in _PLAIN_ACTIVITY
         and acc.last_event is not None
     ):
         # The common case, by far: more activity from a working worker. It moves nothing but
         # the clocks, exactly as the general path below would.
         acc.last_event, acc.last_event_ts = event.hook, event.ts
         _touch(acc, event.ts)
-        session = event.data.get("session_id")
-        if session and type(session) is str:
-            acc.session_id = session
+        _note_session(acc, event.data)
         return acc
     if isinstance(event, Unreadable):
         acc.unreadable += 1
@@ -536,6 +638,8 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if dest == acc.state and (reason == acc.reason or trigger == "activity"):
         return acc
     acc.state, acc.reason, acc.since, acc.seq = dest, reason, event.ts, seq
+    if dest != "blocked":
+        acc.waiting_for = None
     if trigger == "verdict" and worker:
         acc.seen.add(format_mark(worker, seq))
     return acc
@@ -566,7 +670,7 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
             raw_ts: Any = obj.get("ts")
             if (
                 type(kind) is str
-                and kind in ACTIVITY_HOOKS
+                and kind in _PLAIN_ACTIVITY
                 and type(src) is str
                 and src in HOOK_SOURCES
                 and type(raw_ts) in _NUMBER
@@ -577,9 +681,7 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
                 acc.last_seq = seq
                 acc.last_event, acc.last_event_ts = kind, ts
                 _touch(acc, ts)
-                session = obj.get("session_id")
-                if session and type(session) is str:
-                    acc.session_id = session
+                _note_session(acc, obj)
                 seq += 1
                 continue
         step(acc, seq, decode_loaded(obj, line), worker)
@@ -588,6 +690,15 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
 
 
 _NUMBER: Final = (float, int)
+
+
+def _note_session(acc: Accumulator, data: Mapping[str, Any]) -> None:
+    session = data.get("session_id")
+    if session and type(session) is str:
+        acc.session_id = session
+    mode = data.get("permission_mode")
+    if mode and type(mode) is str:
+        acc.permission_mode = mode
 
 
 def snapshot(
@@ -619,35 +730,8 @@ def snapshot(
         needs_attention=needs_attention(state, is_seen),
         seen=is_seen,
         quiet_at=quiet_at,
-        live=acc.live,
-        tool=acc.tool,
-        profile=acc.profile,
-        model=acc.model,
-        adapter=acc.adapter,
         handle=dict(acc.handle),
-        worktree=acc.worktree,
-        branch=acc.branch,
-        base=acc.base,
-        task=acc.task,
-        last_event=acc.last_event,
-        last_event_ts=acc.last_event_ts,
-        last_activity=acc.last_activity,
-        events=acc.events,
-        unreadable=acc.unreadable,
-        ignored=acc.ignored,
-        message=acc.message,
-        envelope=acc.envelope,
-        permission_tool=acc.permission_tool,
-        notification=acc.notification,
-        error=acc.error,
-        limit_reset=acc.limit_reset,
-        exit=acc.exit,
-        verdict=acc.verdict,
-        findings=acc.findings,
-        pid=acc.pid,
-        start_time=acc.start_time,
-        refused=acc.refused,
-        session_id=acc.session_id,
+        **{name: getattr(acc, name) for name in _SNAPSHOT_FIELDS},
     )
 
 

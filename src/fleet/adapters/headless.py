@@ -564,7 +564,8 @@ class HeadlessAdapter:
                     }
                 ),
             )
-            _hooks.install(_hooks.claude_target(config), home=self.home)
+            version = _hooks.claude_version(record.claude, runner=self.runner)
+            _hooks.install(_hooks.claude_target(config, claude_version=version), home=self.home)
             _drop_supervised_hooks(config / "settings.json")
         else:
             _write_private(config / "config.toml", _codex_config(record, worktree).encode())
@@ -763,7 +764,9 @@ def _profile_prefix(record: LaunchRecord) -> list[str]:
 
 
 def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
-    args = ["-p", "--output-format", "json"]
+    # stream-json: every turn's result, so a claim made before automatic turns (Claude Code
+    # answering its background tasks' notifications) is still read from the run's output.
+    args = ["-p", "--output-format", "stream-json", "--verbose"]
     if record.permission_mode:
         args += ["--permission-mode", record.permission_mode]
     if model:
