@@ -263,6 +263,8 @@ def _run(ctx: _Context, ts: float, env: "_Environ") -> None:
     agent: tuple[int, int | None] | None = None
     if ctx.event == "SessionStart":
         agent = agent_process(env)
+    elif ctx.event == "SessionEnd" and ctx.src == "claude" and "error" not in payload:
+        payload = {**payload, **transcript_failure(payload.get("transcript_path"))}
     line = encode_line(ts, ctx.src, ctx.event, payload, detail=detail, agent=agent)
     append_line(journal_path(ctx.home, worker), line)
     if agent is not None and ctx.src == "claude" and env.get("CLAUDE_CODE_ENTRYPOINT") != "sdk-cli":
@@ -400,6 +402,53 @@ def start_monitor(
         )
     except OSError as exc:
         raise HookFailure(f"cannot start the session monitor: {exc.strerror or exc}") from exc
+
+
+# -- the transcript's last word ----------------------------------------------------------------
+
+#: Bytes of a transcript's end read at SessionEnd.
+TRANSCRIPT_TAIL = 1 << 16
+
+
+def transcript_failure(path: "Any") -> "dict[str, Any]":
+    """``error`` and ``last_assistant_message`` when the session's transcript ends in an API
+    error, else nothing: a second source for the failure its StopFailure hook reports. In
+    ``claude -p`` 2.1.332 signals that hook to stop milliseconds after spawning it, and on a
+    busy machine it can die before its shell ignores the signal (about once in forty runs
+    with every core busy); the SessionEnd hook is not signalled. Reads at most the last 64 KiB
+    of the file."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        return {}
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        size = posix.fstat(fd).st_size
+        posix.lseek(fd, max(0, size - TRANSCRIPT_TAIL), 0)
+        data = posix.read(fd, TRANSCRIPT_TAIL)
+    except OSError:
+        return {}
+    finally:
+        posix.close(fd)
+    for raw in reversed(data.split(b"\n")):
+        if b'"assistant"' not in raw:
+            continue
+        entry = parse_payload(raw)
+        if entry.get("type") != "assistant":
+            continue
+        if entry.get("isApiErrorMessage") is not True:
+            return {}
+        found: dict[str, Any] = {"error": entry.get("error") or "unknown"}
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        texts = [b.get("text") for b in content if isinstance(b, dict)] if isinstance(
+            content, list) else []
+        text = "\n".join(t for t in texts if isinstance(t, str))
+        if text:
+            found["last_assistant_message"] = text
+        return found
+    return {}
 
 
 # -- finding the worker ------------------------------------------------------------------------

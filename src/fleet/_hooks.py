@@ -53,6 +53,8 @@ CLAUDE_EVENTS: Final = (
     "PostToolUseFailure",
     "PermissionRequest",
     "Notification",
+    "Elicitation",
+    "ElicitationResult",
     "Stop",
     "StopFailure",
     "SubagentStart",

@@ -286,3 +286,29 @@ def test_auto_permission_mode_is_shown() -> None:
 def test_an_unknown_status_is_kept_and_moves_nothing() -> None:
     events = [*start(), hook(4, "PermissionRequest"), status(5, "thinking-hard")]
     assert (last(events).state, last(events).events) == ("blocked", 5)
+
+
+def test_a_session_that_ends_in_an_api_error_is_that_error_without_its_stopfailure() -> None:
+    # The StopFailure hook was stopped before it wrote; SessionEnd read the transcript.
+    events = [*start(), hook(4, "SessionEnd", reason="other", error="server_error",
+                             last_assistant_message="API Error: 529 Overloaded.")]
+    state = last(events)
+    assert (state.state, state.reason, state.live) == ("stopped", "api_error:server_error",
+                                                       False)
+    assert state.message == "API Error: 529 Overloaded."
+
+
+def test_both_sources_of_one_failure_give_one_mark() -> None:
+    failure = hook(4, "StopFailure", error="rate_limit",
+                   last_assistant_message="You've hit your limit · resets 5pm (UTC)")
+    ended = hook(4.2, "SessionEnd", reason="other", error="rate_limit",
+                 last_assistant_message="You've hit your limit · resets 5pm (UTC)")
+    for order in ([failure, ended], [ended, failure]):
+        state = last([*start(), *order])
+        assert (state.state, state.reason, state.seq) == ("blocked", "limit", 3)
+
+
+def test_a_dialog_opened_at_the_prompt_after_the_turn_is_someone_at_the_terminal() -> None:
+    events = [*start(), hook(4, "Stop"), status(9, "waiting", "dialog open"), status(12, "idle")]
+    assert sequence(events)[-1] == ("stopped", "turn_end")
+    assert last(events).mark == last(events[:4]).mark

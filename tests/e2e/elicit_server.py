@@ -4,12 +4,14 @@ MCP servers do when they need input. Claude Code shows a form and waits for a pe
 Written by hand on purpose: it speaks the JSON-RPC protocol revision that lets a server send
 requests to the client (the official SDK's current revision does not), which is what the
 elicitation dialog needs. Run by Claude Code with ``--mcp-config``; stdin/stdout are the
-transport.
+transport. With ``ASKER_LOG`` set, each method received is appended to that file (a test waits
+for ``tools/list`` before it prompts: Claude Code connects to MCP servers in the background).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -29,6 +31,10 @@ def main() -> None:
         except ValueError:
             continue
         method = message.get("method")
+        log = os.environ.get("ASKER_LOG")
+        if log and method:
+            with open(log, "a") as f:
+                f.write(method + "\n")
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {
                 "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},

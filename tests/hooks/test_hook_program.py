@@ -407,3 +407,44 @@ def test_concurrent_hooks_never_tear_lines(hook: Hook) -> None:
     found = hook.events()
     assert len(found) == 24
     assert all(isinstance(e, HookEvent) and e.hook == "Stop" for e in found)
+
+
+TRANSCRIPT = Path(__file__).resolve().parent / "payloads" / (
+    "claude-code-2.1.332-transcript-api-error.jsonl"
+)
+
+
+def test_session_end_reads_an_api_error_from_the_transcripts_end(
+    hook: Hook, tmp_path: Path
+) -> None:
+    """A second source for a failure whose StopFailure hook was stopped before it wrote."""
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(b"x" * 100_000 + b"\n" + TRANSCRIPT.read_bytes())
+    payload = {**EVERY_CLAUDE["2.1.332 / SessionEnd (other, -p)"],
+               "transcript_path": str(transcript)}
+    hook.run(payload, project=hook.worktree)
+    event = only_event(hook)
+    assert event.get("error") == "server_error"
+    assert (event.get("last_assistant_message") or "").startswith("API Error: 529 Overloaded.")
+    assert "transcript_path" not in json.loads(hook.lines()[0])
+
+
+@pytest.mark.parametrize("ending", ["ok", "missing", "garbage"])
+def test_session_end_without_a_failing_transcript_adds_nothing(
+    hook: Hook, tmp_path: Path, ending: str
+) -> None:
+    transcript = tmp_path / "session.jsonl"
+    if ending == "ok":
+        lines = TRANSCRIPT.read_text().splitlines()
+        ok = json.loads(lines[1])
+        ok.pop("isApiErrorMessage")
+        ok.pop("error")
+        transcript.write_text("\n".join([lines[0], json.dumps(ok), *lines[2:]]) + "\n")
+    elif ending == "garbage":
+        transcript.write_bytes(b'{"type":"assistant", \xff\xfe not json\n' * 3)
+    payload = {**EVERY_CLAUDE["2.1.332 / SessionEnd (other, -p)"],
+               "transcript_path": str(transcript)}
+    hook.run(payload, project=hook.worktree)
+    event = only_event(hook)
+    assert event.get("error") is None and event.get("last_assistant_message") is None
+    assert hook.error_lines() == []

@@ -326,17 +326,26 @@ def _classify_hook(event: HookEvent, acc: Accumulator) -> Move | None:
     if hook == "Elicitation":
         return ("block", "question")
     if hook == "StopFailure":
-        error = event.text("error") or "unknown"
-        if error in ACCOUNT_ERRORS:
-            return ("block", "account")
-        if is_limit_error(error):
-            return ("limit", "limit")
-        return ("api_error", f"api_error:{error}")
+        return _failure(event.text("error") or "unknown")
     if hook == "Interrupt":
         return ("interrupt", "interrupted")
     if hook == "SessionEnd":
+        error = event.text("error")
+        if error:
+            # The transcript ended in an API error (the hook read it): the StopFailure hook
+            # may have been stopped before it wrote.
+            return _failure(error)
         return _verdict_of(acc.pending) if acc.pending and _working_on(acc) else ("end", "ended")
     return None  # IGNORED_HOOKS and any hook this version does not know
+
+
+def _failure(error: str) -> Move:
+    """A turn that failed on the API, by the kind Claude Code names."""
+    if error in ACCOUNT_ERRORS:
+        return ("block", "account")
+    if is_limit_error(error):
+        return ("limit", "limit")
+    return ("api_error", f"api_error:{error}")
 
 
 def _working_on(acc: Accumulator) -> bool:
@@ -360,10 +369,14 @@ def _turn_over(acc: Accumulator) -> Move:
 
 
 def _classify_status(event: AgentStatus, acc: Accumulator) -> Move | None:
-    """The agent's own status file. Waiting blocks; a dialog that closes (busy: it was
-    answered and the tool runs; idle: refused or cancelled, which fires no hook at all) ends the
-    wait. A status written before the current state began tells nothing new."""
+    """The agent's own status file. Waiting during the work blocks; a dialog that closes
+    (busy: it was answered and the tool runs; idle: refused or cancelled, which fires no hook at
+    all) ends the wait. A dialog opened at the prompt after the turn ended (``/model``, say) is
+    someone at the terminal, not the worker waiting; a status written before the current state
+    began tells nothing new."""
     if event.status == "waiting":
+        if acc.state not in ("starting", "working"):
+            return None
         return ("block", _waiting_reason(event.waiting_for))
     waiting = acc.state == "blocked" and acc.reason in ("permission", "question")
     if not waiting or event.ts <= acc.since:
@@ -508,7 +521,7 @@ def _record_hook(event: HookEvent, acc: Accumulator) -> None:
     hook = event.hook
     if hook == "Stop":
         _record_stop(event, acc)
-    elif hook == "StopFailure":
+    elif hook == "StopFailure" or (hook == "SessionEnd" and event.text("error")):
         acc.message = _cut(event.get("last_assistant_message"))
         acc.envelope = None
         acc.error = event.text("error")
@@ -516,6 +529,8 @@ def _record_hook(event: HookEvent, acc: Accumulator) -> None:
             reset = find_reset(acc.message or "", event.ts)
             if reset is not None:
                 acc.limit_reset = reset
+        if hook == "SessionEnd":
+            acc.live = False
     elif hook in _NEW_TURN_HOOKS:
         # A prompt Claude Code injected itself (a background task finished) continues the
         # task; any other prompt is new work, and the last claim no longer answers it.
