@@ -67,7 +67,8 @@ def test_superset_add_config_shows_then_adds_with_yes(
     shown = json.loads(capsys.readouterr().out)
     assert shown["status"] == "missing"
     assert shown["label"] == "Claude · glm (glm-5)"
-    assert shown["args"] == ["run", "claude:glm", "--", "--model", "glm-5", "--strict-mcp-config"]
+    assert shown["args"] == ["run", "claude:glm", "--", "--permission-mode", "default",
+                             "--model", "glm-5", "--strict-mcp-config"]
     assert len(superset.host.configs) == before
     assert main([*args, "--yes"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "added"

@@ -18,6 +18,7 @@ from fleet._cli._common import (
     table,
     to_jsonable,
 )
+from fleet._core.attention import reason_text
 from fleet._core.events import encode_obj, event_type
 from fleet._core.fold import WorkerState
 from fleet._core.ids import parse_mark
@@ -151,7 +152,7 @@ def status_row(state: WorkerState, now: float) -> list[str]:
     return [
         ("! " if state.needs_attention else "  ") + state.worker,
         state.state,
-        state.reason,
+        reason_text(state),
         age(state.since, now),
         state.mark,
         state.profile or "-",

@@ -18,7 +18,7 @@ from fleet._cli._common import (
     table,
 )
 from fleet._cli.core import STATUS_HEADERS, status_row
-from fleet._core.attention import attention_details, next_step
+from fleet._core.attention import attention_details, next_step, reason_text
 from fleet._core.fold import WorkerState
 from fleet._fleet import Fleet
 from fleet._watch import Transition, WaitResult
@@ -124,8 +124,8 @@ def _print_wait(args: argparse.Namespace, result: WaitResult, now: float) -> Non
     else:
         for state in result.attention:
             print(
-                f"{state.worker}  {state.state} ({state.reason}) for {age(state.since, now)}"
-                f"  mark {state.mark}"
+                f"{state.worker}  {state.state} ({reason_text(state)}) for "
+                f"{age(state.since, now)}  mark {state.mark}"
             )
             print(f"  next: {next_step(state)}")
             if state.message and state.state in ("stopped", "done", "blocked"):

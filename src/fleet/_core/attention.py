@@ -3,6 +3,7 @@ state, so ``wait``, ``watch``, ``status`` and the Python API all say the same th
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from fleet._core.fold import WorkerState
@@ -31,13 +32,19 @@ def next_step(state: WorkerState) -> str:
         return f"claims done: {claim} — check it before believing it (fleet check)"
     if s == "blocked":
         if reason == "permission":
+            if state.waiting_for and not state.permission_tool:
+                return (f"waiting for a person ({state.waiting_for}): tell the user, do not "
+                        "answer it yourself")
             tool = state.permission_tool or "a tool"
             return f"waiting for permission to use {tool}: tell the user, do not answer it yourself"
         if reason == "question":
             return "asking a question: read its screen and answer or ask the user"
         if reason == "limit":
-            reset = f" (resets at {state.limit_reset:.0f})" if state.limit_reset else ""
+            reset = f" (resets {reset_text(state.limit_reset)})" if state.limit_reset else ""
             return f"hit a usage or rate limit{reset}: hand the task to another profile"
+        if reason == "account":
+            return (f"its account needs a person ({state.error or 'account error'}): tell the "
+                    "user, or hand the task to another profile")
         need = env.text if env else "see its last message"
         return f"blocked: {need}"
     if s == "stopped":
@@ -59,6 +66,28 @@ def next_step(state: WorkerState) -> str:
     return ""
 
 
+def reset_text(when: float) -> str:
+    """A reset time as people read it: ``2026-12-01 10:58 UTC``."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def reason_text(state: WorkerState) -> str:
+    """The reason with the one fact that explains it: background work, what a screen waits
+    for, when a limit resets, which account error."""
+    reason = state.reason
+    if state.state == "working" and state.background:
+        n = state.background
+        return f"{reason} · {n} background task{'s' if n != 1 else ''}"
+    if state.state == "blocked":
+        if state.waiting_for:
+            return f"{reason} · {state.waiting_for}"
+        if reason == "limit" and state.limit_reset:
+            return f"{reason} · resets {reset_text(state.limit_reset)}"
+        if reason == "account" and state.error:
+            return f"{reason} · {state.error}"
+    return reason
+
+
 def attention_details(state: WorkerState) -> dict[str, Any]:
     """The facts behind :func:`next_step`, for programs."""
     out: dict[str, Any] = {"next": next_step(state)}
@@ -70,6 +99,12 @@ def attention_details(state: WorkerState) -> dict[str, Any]:
         out["permission_tool"] = state.permission_tool
     if state.notification and state.state == "blocked":
         out["notification"] = state.notification
+    if state.waiting_for and state.state == "blocked":
+        out["waiting_for"] = state.waiting_for
+    if state.error and state.state in ("blocked", "stopped"):
+        out["error"] = state.error
+    if state.permission_mode:
+        out["permission_mode"] = state.permission_mode
     if state.limit_reset is not None:
         out["limit_reset"] = state.limit_reset
     if state.exit is not None:

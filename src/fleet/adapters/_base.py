@@ -143,12 +143,17 @@ def pointer_line(path: Path, *, kind: str = "brief") -> str:
     return f"Read the {kind} in {path.absolute()} and do what it says."
 
 
+#: The permission mode of a Claude Code worker hosted in an app when nothing chose one: the one
+#: where a person watching the app approves each action. Stated, never inherited: Claude Code
+#: 2.1.332 made auto mode its default, whose screens and dialogs differ from release to release.
+APP_PERMISSION_MODE = "default"
+
+
 def claude_args(spec: LaunchSpec) -> list[str]:
     """The agent arguments a launch spec implies (after ``clausona run <profile> --``)."""
     args: list[str] = []
     if spec.tool == "claude":
-        if spec.permission_mode:
-            args += ["--permission-mode", spec.permission_mode]
+        args += ["--permission-mode", spec.permission_mode or APP_PERMISSION_MODE]
         if spec.model:
             args += ["--model", spec.model]
         if spec.effort:
