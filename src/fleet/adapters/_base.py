@@ -106,11 +106,13 @@ def require_no_hidden_changes(runner: Runner, worktree: Path, *, what: str) -> N
     ``worktree`` than HEAD gives it, though ``git status`` says nothing: an index flag
     (skip-worktree, assume-unchanged) or a stale stat cache hides it, and so ``git worktree
     remove`` and every host's dirty check would delete it. Each file is hashed again."""
-    from fleet._check import describe_dirty
+    from fleet._check import describe_dirty, hidden_changes
     from fleet._git import Git, GitError
 
+    git = Git(runner)
     try:
-        hidden = Git(runner).content_changes(worktree)
+        # What status reports is refused by the caller or by git itself; this names the rest.
+        hidden = hidden_changes(git, worktree, git.status(worktree))
     except GitError as exc:
         raise Refused(f"not deleting {what}: {exc}") from exc
     if hidden:
