@@ -312,6 +312,31 @@ class Git:
             changes.append(ContentChange(path=name, kind=kind, flag=flag))
         return changes
 
+    def ignored(self, path: str | os.PathLike[str]) -> list[str]:
+        """The ignored paths under ``path``, a wholly ignored directory once (``build/``)."""
+        out = self.run(
+            path, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+        ).stdout
+        return [name for name in out.split("\0") if name]
+
+    def private_refs(
+        self, path: str | os.PathLike[str], prefixes: Sequence[str]
+    ) -> list[str]:
+        """The refs under ``prefixes`` that this worktree sees (per-worktree namespaces such as
+        ``refs/worktree/`` list only the current worktree's own)."""
+        out = self.run(
+            path, "for-each-ref", "--format=%(refname)", *(p.rstrip("/") for p in prefixes)
+        ).stdout
+        return [line for line in out.splitlines() if line]
+
+    def reflog(self, path: str | os.PathLike[str], ref: str) -> list[str]:
+        """The commits ``ref``'s reflog holds, newest first; empty when it has none."""
+        done = self.run(path, "reflog", "show", "--format=%H", "--end-of-options", ref, "--",
+                        ok_codes=(0, 128))
+        if done.returncode:
+            return []
+        return [line for line in done.stdout.splitlines() if line]
+
     def count(self, path: str | os.PathLike[str], *revs: str) -> int:
         out = self.run(path, "rev-list", "--count", *revs, "--").stdout.strip()
         try:
@@ -455,8 +480,8 @@ def _fresh(*args: str) -> tuple[str, ...]:
 
 
 def _what(args: Sequence[str], words: int) -> str:
-    """The subcommand (and its first argument), past any ``-c key=value`` options."""
+    """The subcommand (and its first argument), past ``-c key=value`` and ``--git-dir``."""
     rest = list(args)
-    while len(rest) >= 2 and rest[0] == "-c":
-        rest = rest[2:]
+    while rest and (rest[0] == "-c" or rest[0].startswith("--git-dir=")):
+        rest = rest[2:] if rest[0] == "-c" else rest[1:]
     return " ".join(rest[:words])

@@ -6,9 +6,14 @@ A worker is retired only when all of these hold:
 1. it claimed done and its claim was checked (a claim that was never checked is checked here,
    first, with the same rules as ``fleet check``; a failed check refuses);
 2. HEAD is still the commit that was checked;
-3. the worktree is clean (modified, staged and untracked files all count) and HEAD is on a branch
+3. the worktree is clean (modified, staged and untracked files all count, and so does an edit an
+   index flag hides from git status: every file is hashed against HEAD) and HEAD is on a branch
    whose upstream is on a remote, with nothing ahead of it, and the remote itself has HEAD on
-   that branch (a branch deleted or rewritten on the remote since the last fetch is unpushed).
+   that branch (a branch deleted or rewritten on the remote since the last fetch is unpushed);
+4. nothing git ignores holds work: no ignored nested repository has commits found nowhere else,
+   and no worktree-private ref (``refs/worktree/*``, bisect refs, a per-worktree stash, an
+   operation in progress) reaches a commit no shared ref does (:mod:`fleet._leftovers`).
+   Ignored plain files may go; ask mode lists them first.
 
 Then, inside one operation: the worktree's state is saved to ``refs/fleet/<worker>/<UTC time>``
 in the repository (local: the commits are on the remote already, and the ref keeps them reachable
@@ -36,6 +41,7 @@ from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet._git import Git, GitError
+from fleet._leftovers import IgnoredSummary, inspect_leftovers
 from fleet._runner import Runner
 from fleet.adapters import Deleter, get_deleter
 from fleet.adapters._base import Workspace
@@ -63,6 +69,7 @@ class Candidate:
     profile: str | None = None
     model: str | None = None
     checked_now: bool = False
+    ignored: IgnoredSummary | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -80,6 +87,8 @@ class Outcome:
     checked_now: bool = False
     refused: bool = False
     check: CheckResult | None = None
+    #: the ignored files the delete took (retired) or would take (kept)
+    ignored: IgnoredSummary | None = None
 
 
 def parse_mode(value: object, where: str = "retire mode") -> Mode:
@@ -170,6 +179,8 @@ class Retirer:
             problems.append(_moved(checked_head, found.head))
         if not problems and checked_head is None:
             problems.append("the check did not record HEAD: check again")
+        leftovers = inspect_leftovers(self.git, state.worktree)
+        problems.extend(leftovers.problems)
         if problems or found.head is None or found.branch is None:
             return self._refuse(
                 state, "; ".join(problems) or "HEAD unknown", journal=journal_refusal, check=check
@@ -186,6 +197,7 @@ class Retirer:
             profile=state.profile,
             model=state.model,
             checked_now=check is not None,
+            ignored=leftovers.ignored,
         )
 
     # -- acting ----------------------------------------------------------------------------
@@ -212,6 +224,8 @@ class Retirer:
         problems = list(found.problems)
         if found.head is not None and found.head != candidate.head:
             problems.insert(0, _moved(candidate.head, found.head))
+        leftovers = inspect_leftovers(self.git, worktree)
+        problems.extend(leftovers.problems)
         if not problems and saved != candidate.head:
             problems.append("the worktree changed while it was being saved")
         if problems:
@@ -247,7 +261,7 @@ class Retirer:
         return Outcome(
             worker=candidate.worker, retired=True, ref=ref, worktree=str(worktree),
             branch=candidate.branch, head=candidate.head, upstream=candidate.upstream,
-            checked_now=candidate.checked_now,
+            checked_now=candidate.checked_now, ignored=leftovers.ignored,
         )
 
     def retire_worker(self, worker: str) -> Outcome:
@@ -284,6 +298,7 @@ class Retirer:
             upstream=candidate.upstream if candidate else None,
             checked_now=check is not None or bool(candidate and candidate.checked_now),
             check=check,
+            ignored=candidate.ignored if candidate else None,
         )
 
     def _checked_head(self, worker: str) -> str | None:
