@@ -15,13 +15,15 @@ A worker is retired only when all of these hold:
    operation in progress) reaches a commit no shared ref does (:mod:`fleet._leftovers`).
    Ignored plain files may go; ask mode lists them first.
 
-Then, inside one operation: the worktree's state is saved to ``refs/fleet/<worker>/<UTC time>``
-in the repository (local: the commits are on the remote already, and the ref keeps them reachable
-here even if the remote branch is later deleted or rewritten); every guard runs again; the
-worker's adapter deletes the workspace, never forced (for a plain worktree, ``git worktree
-remove``, which itself refuses modified or untracked files); the worktree directory is confirmed
-gone; and ``retired`` is journaled with the ref. Any git error, at any step, refuses. A refusal
-is journaled as ``retire_refused`` with the exact reason.
+Then, inside one operation: a process still running in the worktree (its working directory, an
+open file or its executable there) refuses, by pid and command; the worker's own agent is
+stopped first when its adapter can stop it (headless). The worktree's state is saved to
+``refs/fleet/<worker>/<UTC time>`` in the repository (local: the commits are on the remote
+already, and the ref keeps them reachable here even if the remote branch is later deleted or
+rewritten); every guard runs again; the worker's adapter deletes the workspace, never forced (for
+a plain worktree, ``git worktree remove``, which itself refuses modified or untracked files); the
+worktree directory is confirmed gone; and ``retired`` is journaled with the ref. Any git error,
+at any step, refuses. A refusal is journaled as ``retire_refused`` with the exact reason.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet._git import Git, GitError
 from fleet._leftovers import IgnoredSummary, inspect_leftovers
+from fleet._occupants import Occupant, describe_occupants, occupants
 from fleet._runner import Runner
 from fleet.adapters import Deleter, get_deleter
 from fleet.adapters._base import Workspace
@@ -50,6 +53,8 @@ Mode: TypeAlias = Literal["ask", "auto"]
 MODES: Final[tuple[Mode, ...]] = ("ask", "auto")
 DEFAULT_MODE: Final[Mode] = "ask"
 REF_PREFIX: Final = "refs/fleet"
+#: How long the processes of a stopped agent get to end before they count as still running.
+STOP_GRACE: Final = 5.0
 
 DeleterFactory: TypeAlias = Callable[..., Deleter]
 
@@ -128,8 +133,10 @@ class Retirer:
         base: str | None = None,
         commands: Sequence[str] = (),
         timeout: float | None = None,
+        stop_grace: float = STOP_GRACE,
     ) -> None:
         self.fleet = fleet
+        self.stop_grace = stop_grace
         self.runner = runner
         self.git = Git(runner)
         self.deleter_factory: DeleterFactory = deleter_factory or get_deleter
@@ -203,12 +210,27 @@ class Retirer:
     # -- acting ----------------------------------------------------------------------------
 
     def retire(self, candidate: Candidate) -> Outcome:
-        """Snapshot, re-check, delete, confirm, journal. Refuses on any doubt."""
+        """Stop the agent if it still runs, snapshot, re-check, delete, confirm, journal.
+        Refuses on any doubt."""
         state = self.fleet.state(candidate.worker)
         if state.state != "done" or state.reason != "checked":
             return self._refuse(state, f"changed since it was judged: now {state.state} "
                                 f"({state.reason})", candidate=candidate)
         worktree = candidate.worktree
+        workspace = Workspace(
+            worktree=worktree, branch=candidate.branch, base=candidate.base,
+            handle=candidate.handle,
+        )
+        try:
+            deleter = self.deleter_factory(
+                candidate.adapter, runner=self.runner, home=self.fleet.home, clock=self.fleet.clock
+            )
+        except (FleetError, OSError, ValueError) as exc:
+            return self._refuse(state, f"no adapter to delete with: {_one_line(exc)}",
+                                candidate=candidate)
+        busy = self._clear_occupants(candidate, deleter)
+        if busy:
+            return self._refuse(state, busy, candidate=candidate)
         ref = f"{REF_PREFIX}/{candidate.worker}/{_ref_time(self.fleet.clock.now())}"
         try:
             saved = self.git.snapshot(
@@ -219,33 +241,20 @@ class Retirer:
         if self.before_delete is not None:
             self.before_delete(candidate)
         # The guards again, as late as possible: anything that changed since they last ran
-        # (a new file, a new commit, a reset upstream) refuses.
-        found = inspect_worktree(self.git, worktree, branch=candidate.branch)
-        problems = list(found.problems)
-        if found.head is not None and found.head != candidate.head:
-            problems.insert(0, _moved(candidate.head, found.head))
-        leftovers = inspect_leftovers(self.git, worktree)
-        problems.extend(leftovers.problems)
+        # (a new file, a new commit, a reset upstream, a process started there) refuses.
+        problems = self._final_problems(candidate)
         if not problems and saved != candidate.head:
             problems.append("the worktree changed while it was being saved")
+        leftovers = inspect_leftovers(self.git, worktree)
+        problems.extend(leftovers.problems)
         if problems:
             return self._refuse(
                 state, "; ".join(problems) + f" (state saved at {ref})", candidate=candidate,
                 ref=ref,
             )
         try:
-            deleter = self.deleter_factory(
-                candidate.adapter, runner=self.runner, home=self.fleet.home, clock=self.fleet.clock
-            )
-            deleter.delete(
-                Workspace(
-                    worktree=worktree,
-                    branch=candidate.branch,
-                    base=candidate.base,
-                    handle=candidate.handle,
-                )
-            )
-        except (FleetError, OSError) as exc:
+            deleter.delete(workspace)
+        except (FleetError, OSError, ValueError) as exc:
             return self._refuse(
                 state, f"delete refused: {_one_line(exc)} (state saved at {ref})",
                 candidate=candidate, ref=ref,
@@ -263,6 +272,48 @@ class Retirer:
             branch=candidate.branch, head=candidate.head, upstream=candidate.upstream,
             checked_now=candidate.checked_now, ignored=leftovers.ignored,
         )
+
+    def _final_problems(self, candidate: Candidate) -> list[str]:
+        """Every guard of :meth:`assess` on the worktree, and no process in it."""
+        found = inspect_worktree(self.git, candidate.worktree, branch=candidate.branch)
+        problems = list(found.problems)
+        if found.head is not None and found.head != candidate.head:
+            problems.insert(0, _moved(candidate.head, found.head))
+        busy = occupants(candidate.worktree)
+        if busy:
+            problems.append(describe_occupants(busy))
+        return problems
+
+    def _clear_occupants(self, candidate: Candidate, deleter: Deleter) -> str | None:
+        """Why the worktree cannot be deleted yet because processes use it, or None.
+
+        When the worker's adapter can stop its agent (headless: ``stop``), it is stopped first
+        and the worktree looked at again; whatever still runs there (a dev server, an editor,
+        a shell) refuses, by pid and command."""
+        found = occupants(candidate.worktree)
+        if not found:
+            return None
+        stop = getattr(deleter, "stop", None)
+        if not callable(stop):
+            return describe_occupants(found)
+        try:
+            stop(candidate.worker)
+        except (FleetError, OSError, ValueError) as exc:
+            return f"{describe_occupants(found)} (stopping its agent failed: {_one_line(exc)})"
+        found = self._wait_for_occupants(candidate.worktree)
+        if found:
+            return f"{describe_occupants(found)} (after its agent was stopped)"
+        return None
+
+    def _wait_for_occupants(self, worktree: Path) -> list[Occupant]:
+        """The processes still in ``worktree`` once those that are ending have ended (a
+        stopped agent's children take a moment), waiting at most ``stop_grace`` seconds."""
+        end = time.monotonic() + self.stop_grace
+        while True:
+            found = occupants(worktree)
+            if not found or time.monotonic() >= end:
+                return found
+            time.sleep(0.05)
 
     def retire_worker(self, worker: str) -> Outcome:
         """Assess and retire in one go (auto mode)."""
