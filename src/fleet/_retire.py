@@ -28,10 +28,11 @@ at any step, refuses. A refusal is journaled as ``retire_refused`` with the exac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
@@ -43,7 +44,7 @@ from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet._git import Git, GitError
-from fleet._leftovers import IgnoredSummary, inspect_leftovers
+from fleet._leftovers import IgnoredSummary, Leftovers, inspect_leftovers
 from fleet._occupants import Occupant, describe_occupants, occupants
 from fleet._runner import Runner
 from fleet.adapters import Deleter, get_deleter
@@ -94,6 +95,8 @@ class Outcome:
     check: CheckResult | None = None
     #: the ignored files the delete took (retired) or would take (kept)
     ignored: IgnoredSummary | None = None
+    #: what happened between the last check and the delete (a retired worker's branch moved)
+    warnings: tuple[str, ...] = ()
 
 
 def parse_mode(value: object, where: str = "retire mode") -> Mode:
@@ -217,10 +220,6 @@ class Retirer:
             return self._refuse(state, f"changed since it was judged: now {state.state} "
                                 f"({state.reason})", candidate=candidate)
         worktree = candidate.worktree
-        workspace = Workspace(
-            worktree=worktree, branch=candidate.branch, base=candidate.base,
-            handle=candidate.handle,
-        )
         try:
             deleter = self.deleter_factory(
                 candidate.adapter, runner=self.runner, home=self.fleet.home, clock=self.fleet.clock
@@ -233,6 +232,8 @@ class Retirer:
             return self._refuse(state, busy, candidate=candidate)
         ref = f"{REF_PREFIX}/{candidate.worker}/{_ref_time(self.fleet.clock.now())}"
         try:
+            # Where the branch lives once the worktree is gone, to see what it holds after.
+            repo = self.git.common_dir(worktree)
             saved = self.git.snapshot(
                 worktree, ref, f"fleet retire {candidate.worker}: snapshot before delete"
             )
@@ -240,6 +241,36 @@ class Retirer:
             return self._refuse(state, f"could not save a snapshot ref: {exc}", candidate=candidate)
         if self.before_delete is not None:
             self.before_delete(candidate)
+        try:
+            with hold_head(self.git, worktree):
+                refused, leftovers, error = self._check_and_delete(
+                    candidate, deleter, saved, ref
+                )
+        except HeadBusy as exc:
+            return self._refuse(state, f"{exc} (state saved at {ref})", candidate=candidate,
+                                ref=ref)
+        if refused is not None:
+            return self._refuse(state, refused, candidate=candidate, ref=ref)
+        notes = [n for n in (error, self._after_delete(candidate, repo)) if n]
+        note = "; ".join(notes) or None
+        self.fleet.record(
+            candidate.worker,
+            Retired(ts=self.fleet.clock.now(), src=self.fleet.src, ref=ref, note=note),
+        )
+        return Outcome(
+            worker=candidate.worker, retired=True, ref=ref, worktree=str(worktree),
+            branch=candidate.branch, head=candidate.head, upstream=candidate.upstream,
+            checked_now=candidate.checked_now, ignored=leftovers.ignored,
+            warnings=tuple(notes),
+        )
+
+    def _check_and_delete(
+        self, candidate: Candidate, deleter: Deleter, saved: str, ref: str
+    ) -> tuple[str | None, Leftovers, str | None]:
+        """The last round of guards and the delete, while no git command in the worktree can
+        move its HEAD. Returns why the worktree was kept (None when it is gone), what the
+        guards found, and the error an adapter raised after it deleted the worktree anyway."""
+        worktree = candidate.worktree
         # The guards again, as late as possible: anything that changed since they last ran
         # (a new file, a new commit, a reset upstream, a process started there) refuses.
         problems = self._final_problems(candidate)
@@ -248,30 +279,53 @@ class Retirer:
         leftovers = inspect_leftovers(self.git, worktree)
         problems.extend(leftovers.problems)
         if problems:
-            return self._refuse(
-                state, "; ".join(problems) + f" (state saved at {ref})", candidate=candidate,
-                ref=ref,
-            )
+            return "; ".join(problems) + f" (state saved at {ref})", leftovers, None
+        workspace = Workspace(
+            worktree=worktree, branch=candidate.branch, base=candidate.base,
+            handle=candidate.handle,
+        )
         try:
             deleter.delete(workspace)
         except (FleetError, OSError, ValueError) as exc:
-            return self._refuse(
-                state, f"delete refused: {_one_line(exc)} (state saved at {ref})",
-                candidate=candidate, ref=ref,
-            )
+            if not os.path.lexists(worktree):
+                # The host deleted it and then failed: it is gone, after every guard passed.
+                return None, leftovers, f"the adapter reported an error: {_one_line(exc)}"
+            # Whatever landed after the last check is what made the delete fail: name it.
+            late = self._since_last_check(candidate)
+            return (f"delete refused: {_one_line(exc)}{late} (state saved at {ref})",
+                    leftovers, None)
         if os.path.lexists(worktree):
-            return self._refuse(
-                state, f"{worktree} still exists after the delete (state saved at {ref})",
-                candidate=candidate, ref=ref,
-            )
-        self.fleet.record(
-            candidate.worker, Retired(ts=self.fleet.clock.now(), src=self.fleet.src, ref=ref)
-        )
-        return Outcome(
-            worker=candidate.worker, retired=True, ref=ref, worktree=str(worktree),
-            branch=candidate.branch, head=candidate.head, upstream=candidate.upstream,
-            checked_now=candidate.checked_now, ignored=leftovers.ignored,
-        )
+            return (f"{worktree} still exists after the delete (state saved at {ref})",
+                    leftovers, None)
+        return None, leftovers, None
+
+    def _since_last_check(self, candidate: Candidate) -> str:
+        """``; since the last check: <problems>`` for a worktree still there, else ``""``."""
+        if not os.path.isdir(candidate.worktree):
+            return ""
+        problems = self._final_problems(candidate)
+        return f"; since the last check: {'; '.join(problems)}" if problems else ""
+
+    def _after_delete(self, candidate: Candidate, repo: Path) -> str | None:
+        """What the branch holds now, when it is no longer what was checked: a commit that
+        landed after the last check is reported, never passed off as pushed."""
+        branch = candidate.branch
+        try:
+            tip = self.git.resolve(repo, f"refs/heads/{branch}")
+            if tip == candidate.head:
+                return None
+            if tip is None:
+                return (f"branch {branch} was deleted after the last check (its last checked "
+                        f"commit {candidate.head[:7]} is on the remote and in the snapshot)")
+            upstream = f"refs/remotes/{candidate.upstream}" if candidate.upstream else None
+            unpushed = self.git.count(repo, tip, "--not", upstream) if upstream else None
+        except GitError as exc:
+            return f"could not read branch {branch} after the delete: {exc}"
+        if unpushed:
+            return (f"branch {branch} moved to {tip[:7]} after the last check: "
+                    f"{_plural(unpushed, 'commit')} not on the remote {candidate.upstream} "
+                    "(kept on the branch)")
+        return f"branch {branch} moved to {tip[:7]} after the last check"
 
     def _final_problems(self, candidate: Candidate) -> list[str]:
         """Every guard of :meth:`assess` on the worktree, and no process in it."""
@@ -332,6 +386,9 @@ class Retirer:
         candidate: Candidate | None = None,
         ref: str | None = None,
     ) -> Outcome:
+        # Every refusal names its reason; one that reached here without one is a fleet bug,
+        # and the user still gets a sentence, not an empty string.
+        reason = " ".join(reason.split()) or "refused, and fleet did not say why (a bug)"
         if journal:
             self.fleet.record(
                 state.worker,
@@ -363,6 +420,45 @@ class Retirer:
             if isinstance(event, Retired):
                 return event.ref
         return None
+
+
+class HeadBusy(FleetError):
+    """The worktree's HEAD is locked: a git command is running there."""
+
+
+@contextlib.contextmanager
+def hold_head(git: Git, worktree: Path) -> Iterator[None]:
+    """Hold the worktree's ``HEAD.lock`` (git's own lock file) from the last check until the
+    delete is over: a commit, checkout or reset in the worktree fails loudly in that window
+    instead of landing unseen and being deleted with it. The lock is git's standard one, so a
+    fleet killed here leaves what a killed git leaves; the delete removes it with the git dir,
+    and a refusal removes it (only if it is still fleet's own)."""
+    try:
+        lock = git.git_dir(worktree) / "HEAD.lock"
+    except GitError as exc:
+        raise HeadBusy(f"could not find the worktree's git dir: {exc}") from exc
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise HeadBusy(f"git is busy in the worktree ({lock} exists): retry when it is done") \
+            from None
+    except OSError as exc:
+        raise HeadBusy(f"could not lock the worktree's HEAD: {exc.strerror or exc}") from exc
+    try:
+        mine = os.fstat(fd)
+    finally:
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            now = os.lstat(lock)
+            if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                os.unlink(lock)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _moved(old: str, new: str | None) -> str:

@@ -202,8 +202,9 @@ def print_outcome(o: Outcome) -> None:
         took = ""
         if o.ignored is not None and (o.ignored.files or o.ignored.dirs):
             took = f" with {o.ignored.describe()}"
+        but = "".join(f"; but {w}" for w in o.warnings)
         print(f"{o.worker}: retired; {o.worktree} removed{took}, branch {o.branch} kept, "
-              f"snapshot {o.ref}")
+              f"snapshot {o.ref}{but}")
     else:
         print(f"{o.worker}: kept: {o.reason}")
 
