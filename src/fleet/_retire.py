@@ -341,19 +341,21 @@ class Retirer:
     def _clear_occupants(self, candidate: Candidate, deleter: Deleter) -> str | None:
         """Why the worktree cannot be deleted yet because processes use it, or None.
 
-        When the worker's adapter can stop its agent (headless: ``stop``), it is stopped first
-        and the worktree looked at again; whatever still runs there (a dev server, an editor,
-        a shell) refuses, by pid and command."""
+        When the worker's adapter can stop its agent (headless: ``stop``; an app: ``close``,
+        which ends the agent's terminal or pane, as the app's own delete would), it is stopped
+        first and the worktree looked at again; whatever still runs there (a dev server, an
+        editor, a shell) refuses, by pid and command."""
         found = occupants(candidate.worktree)
         if not found:
             return None
-        stop = getattr(deleter, "stop", None)
-        if not callable(stop):
-            return describe_occupants(found)
         try:
-            stop(candidate.worker)
+            stopped = _stop_agent(deleter, candidate)
         except (FleetError, OSError, ValueError) as exc:
             return f"{describe_occupants(found)} (stopping its agent failed: {_one_line(exc)})"
+        if not stopped:
+            # Nothing of the worker's own was running (or its adapter cannot stop it): what
+            # runs there is someone else's, and fleet does not stop it.
+            return describe_occupants(found)
         found = self._wait_for_occupants(candidate.worktree)
         if found:
             return f"{describe_occupants(found)} (after its agent was stopped)"
@@ -420,6 +422,21 @@ class Retirer:
             if isinstance(event, Retired):
                 return event.ref
         return None
+
+
+def _stop_agent(deleter: Deleter, candidate: Candidate) -> bool:
+    """Stop the worker's own agent through its adapter: ``stop(worker)`` (headless, False when
+    nothing was running) or ``close(workspace)`` (an app's terminal or pane). False when the
+    adapter has neither (a plain worktree)."""
+    stop = getattr(deleter, "stop", None)
+    if callable(stop):
+        return bool(stop(candidate.worker))
+    close = getattr(deleter, "close", None)
+    if callable(close):
+        close(Workspace(worktree=candidate.worktree, branch=candidate.branch,
+                        base=candidate.base, handle=candidate.handle))
+        return True
+    return False
 
 
 class HeadBusy(FleetError):

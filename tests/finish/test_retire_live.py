@@ -14,6 +14,7 @@ import pytest
 
 from fleet import Fleet
 from fleet.adapters import WorktreeDeleter
+from fleet.adapters._base import Workspace
 from tests.conftest import Repo
 from tests.finish._helpers import finished_worker, retire
 
@@ -109,3 +110,49 @@ def test_a_process_the_adapter_cannot_stop_still_refuses(
     assert not outcome.retired
     assert f"pid {other}" in (outcome.reason or "") and "dev-server" in (outcome.reason or "")
     assert wt.exists()
+
+
+class ClosingDeleter(WorktreeDeleter):
+    """An app's adapter: it has no ``stop``, but ``close`` ends the agent's terminal."""
+
+    def __init__(self, agent: subprocess.Popen[bytes]) -> None:
+        super().__init__()
+        self.agent = agent
+        self.closed: list[Path] = []
+
+    def close(self, workspace: Workspace) -> None:
+        self.closed.append(workspace.worktree)
+        self.agent.kill()
+        self.agent.wait()
+
+
+def test_an_apps_agent_is_closed_through_its_adapter_first(
+    repo: Repo, home: Path, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    with Fleet() as fleet:
+        wt = finished_worker(fleet, repo, "w")
+        sleeper(wt, procs)
+        deleter = ClosingDeleter(procs[0])
+        outcome = retire(fleet, "w", deleter_factory=lambda *a, **k: deleter)
+    assert deleter.closed == [wt]
+    assert outcome.retired, outcome.reason
+
+
+class IdleDeleter(WorktreeDeleter):
+    """A headless adapter with nothing of the worker's own running."""
+
+    def stop(self, worker: str) -> bool:
+        return False
+
+
+def test_a_process_that_is_not_the_agents_is_not_waited_for(
+    repo: Repo, home: Path, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    with Fleet() as fleet:
+        wt = finished_worker(fleet, repo, "w")
+        pid = sleeper(wt, procs, "dev-server")
+        outcome = retire(fleet, "w", deleter_factory=lambda *a, **k: IdleDeleter(),
+                         stop_grace=600)
+    reason = outcome.reason or ""
+    assert not outcome.retired
+    assert f"pid {pid}" in reason and "after its agent" not in reason
