@@ -30,7 +30,7 @@ from fleet._core.events import Checked
 from fleet._core.fold import WorkerState
 from fleet._errors import Refused, ToolError
 from fleet._fleet import Fleet
-from fleet._git import Commit, ContentChange, Git, GitError, StatusEntry, Upstream
+from fleet._git import Commit, ContentChange, Git, GitError, StatusEntry, Upstream, printable
 from fleet._runner import Runner
 
 DEFAULT_CMD_TIMEOUT: Final = 900.0
@@ -145,7 +145,9 @@ def inspect_worktree(
             problems.extend(_remote_problems(git, path, current, head, fields))
     except GitError as exc:
         problems.append(f"git error: {exc}")
-    return Inspection(problems=tuple(problems), **fields)  # type: ignore[arg-type]
+    return Inspection(
+        problems=tuple(printable(p) for p in problems), **fields  # type: ignore[arg-type]
+    )
 
 
 def _remote_problems(
@@ -186,7 +188,7 @@ def _remote_problems(
 
 
 def _tail(text: str) -> str:
-    lines = text.rstrip("\n").splitlines()[-TAIL_LINES:]
+    lines = printable(text).rstrip("\n").splitlines()[-TAIL_LINES:]
     joined = "\n".join(lines)
     return joined[-TAIL_CHARS:]
 
@@ -300,7 +302,7 @@ def evaluate(
         head=found.head,
         branch=found.branch,
         upstream=found.upstream.short if found.upstream else None,
-        commits=tuple(c.oneline() for c in commits),
+        commits=tuple(printable(c.oneline()) for c in commits),
         commands=tuple(cmd_results),
         state=state.state,
     )

@@ -471,6 +471,15 @@ class Git:
         return self.run(path, *args, "-m", message, env=_SNAPSHOT_IDENTITY).stdout.strip()
 
 
+def printable(text: str) -> str:
+    """``text`` fit for a reason, a journal line or JSON: bytes that are not UTF-8 (a file name
+    git printed raw) are shown as ``\\xff`` escapes instead of breaking the encoder."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that did not come from undecodable bytes
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _fresh(*args: str) -> tuple[str, ...]:
     """``git -c ... ARGS`` with the config every private-index command runs with."""
     config: list[str] = []

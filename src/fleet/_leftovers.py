@@ -25,7 +25,7 @@ from typing import Final
 
 import attrs
 
-from fleet._git import Git, GitError
+from fleet._git import Git, GitError, printable
 
 #: Ref namespaces git keeps per worktree (in ``.git/worktrees/<name>/refs``).
 PRIVATE_REF_PREFIXES: Final = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
@@ -130,8 +130,8 @@ def inspect_leftovers(git: Git, worktree: str | os.PathLike[str]) -> Leftovers:
         problems.append(_named(private, "refs"))
     return Leftovers(
         ignored=walked.summary,
-        nested=tuple(_rel(path, r) for r in walked.repos),
-        problems=tuple(problems),
+        nested=tuple(printable(_rel(path, r)) for r in walked.repos),
+        problems=tuple(printable(p) for p in problems),
     )
 
 
@@ -162,11 +162,11 @@ def walk_ignored(worktree: Path, listed: Iterable[str]) -> Walked:
             continue
         if not stat.S_ISDIR(info.st_mode):
             files += 1
-            entries.append(IgnoredEntry(path=name, size=info.st_size, files=1))
+            entries.append(IgnoredEntry(path=printable(name), size=info.st_size, files=1))
             continue
         dirs += 1
         size, count = _walk_dir(top, worktree, repos, unreadable)
-        entries.append(IgnoredEntry(path=name, size=size, files=count))
+        entries.append(IgnoredEntry(path=printable(name), size=size, files=count))
         files += count
     largest = tuple(sorted(entries, key=lambda e: (-e.size, e.path))[:LARGEST])
     summary = IgnoredSummary(

@@ -43,7 +43,7 @@ from fleet._core.events import Checked, Retired, RetireRefused
 from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
-from fleet._git import Git, GitError
+from fleet._git import Git, GitError, printable
 from fleet._leftovers import IgnoredSummary, Leftovers, inspect_leftovers
 from fleet._occupants import Occupant, describe_occupants, occupants
 from fleet._runner import Runner
@@ -251,7 +251,7 @@ class Retirer:
                                 ref=ref)
         if refused is not None:
             return self._refuse(state, refused, candidate=candidate, ref=ref)
-        notes = [n for n in (error, self._after_delete(candidate, repo)) if n]
+        notes = [printable(n) for n in (error, self._after_delete(candidate, repo)) if n]
         note = "; ".join(notes) or None
         self.fleet.record(
             candidate.worker,
@@ -390,7 +390,7 @@ class Retirer:
     ) -> Outcome:
         # Every refusal names its reason; one that reached here without one is a fleet bug,
         # and the user still gets a sentence, not an empty string.
-        reason = " ".join(reason.split()) or "refused, and fleet did not say why (a bug)"
+        reason = " ".join(printable(reason).split()) or "refused, and fleet did not say why (a bug)"
         if journal:
             self.fleet.record(
                 state.worker,
