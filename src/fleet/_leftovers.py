@@ -184,17 +184,17 @@ def _walk_dir(
         where = _rel(worktree, Path(exc.filename)) if exc.filename else _rel(worktree, top)
         unreadable.append(f"cannot read ignored directory {where}: {exc.strerror or exc}")
 
-    inside_git = False
+    # git dirs found so far: what is inside one is a repository's storage, measured but not
+    # searched for more repositories
     git_dirs: list[str] = []
     for dirpath, dirnames, filenames in os.walk(top, onerror=failed, followlinks=False):
         here = Path(dirpath)
-        inside_git = any(dirpath == d or dirpath.startswith(d + os.sep) for d in git_dirs)
-        if not inside_git:
+        if not any(dirpath == d or dirpath.startswith(d + os.sep) for d in git_dirs):
             if ".git" in dirnames or ".git" in filenames:
                 repos.append(here)
                 if ".git" in dirnames:
                     git_dirs.append(os.path.join(dirpath, ".git"))
-            elif _looks_bare(here, dirnames, filenames):
+            elif _looks_bare(dirnames, filenames):
                 repos.append(here)
                 git_dirs.append(dirpath)
         for name in filenames:
@@ -210,11 +210,9 @@ def _walk_dir(
     return size, count
 
 
-def _looks_bare(path: Path, dirnames: list[str], filenames: list[str]) -> bool:
+def _looks_bare(dirnames: list[str], filenames: list[str]) -> bool:
     """A bare repository's layout: HEAD, objects/ and refs/ side by side."""
-    return "HEAD" in filenames and "objects" in dirnames and "refs" in dirnames and (
-        path.name != ".git"
-    )
+    return "HEAD" in filenames and "objects" in dirnames and "refs" in dirnames
 
 
 def _rel(worktree: Path, path: Path) -> str:
@@ -291,14 +289,21 @@ class NestedGit:
 
     def tips(self) -> list[tuple[str, str]]:
         """Every ref (and HEAD) that names a commit: (name, sha)."""
-        out = self.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)")
+        out = self.run(
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00"
+            "%(*objecttype)",
+        )
         tips: list[tuple[str, str]] = []
         for line in out.splitlines():
-            name, _, rest = line.partition("\0")
-            sha, _, peeled = rest.partition("\0")
+            name, sha, kind, peeled, peeled_kind = ([*line.split("\0"), "", "", "", ""])[:5]
             if name.startswith("refs/remotes/"):
                 continue
-            tips.append((name, peeled or sha))
+            if peeled_kind == "commit":
+                tips.append((name, peeled))
+            elif kind == "commit":
+                tips.append((name, sha))
+            # a tag of a tree or a blob names no commit: nothing for rev-list to count
         head = self.head()
         if head:
             tips.append(("HEAD", head))

@@ -124,7 +124,8 @@ class Retirer:
     """Check, guard, snapshot, delete, confirm, journal: one worker at a time.
 
     ``before_delete(candidate)`` is called after the snapshot and right before the guards are
-    re-run and the delete is made; tests use it to change the worktree at the worst moment."""
+    re-run and the delete is made; tests use it to change the worktree at the worst moment.
+    ``stop_grace`` is how long a stopped agent's processes get to leave the worktree."""
 
     def __init__(
         self,
@@ -139,7 +140,6 @@ class Retirer:
         stop_grace: float = STOP_GRACE,
     ) -> None:
         self.fleet = fleet
-        self.stop_grace = stop_grace
         self.runner = runner
         self.git = Git(runner)
         self.deleter_factory: DeleterFactory = deleter_factory or get_deleter
@@ -147,6 +147,7 @@ class Retirer:
         self.base = base
         self.commands = tuple(commands)
         self.timeout = timeout
+        self.stop_grace = stop_grace
 
     # -- judging ---------------------------------------------------------------------------
 
