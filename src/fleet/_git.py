@@ -24,6 +24,9 @@ from fleet._runner import Completed, Runner, SubprocessRunner
 #: the index lock, so a query cannot disturb a worker that is still running git itself.
 _GIT_ENV: Final = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 _TIMEOUT: Final = 60.0
+#: For the commands that read and hash every file of the worktree (a big checkout takes a
+#: while; a timeout refuses, it never passes).
+HASH_TIMEOUT: Final = 600.0
 #: For commands on a private, temporary index (see :meth:`Git.content_changes`): nothing may
 #: vouch for a file's content without reading it (no stat trust, no fsmonitor, no untracked
 #: cache), sparse-checkout patterns do not hide paths, and nothing is written beside the
@@ -145,13 +148,16 @@ class Git:
         ok_codes: Sequence[int] = (0,),
         env: Mapping[str, str] | None = None,
         input: str | None = None,
+        timeout: float | None = None,
     ) -> Completed:
         """Run ``git ARGS`` in ``cwd``; raise GitError unless its exit code is in ``ok_codes``.
-        ``env`` adds to the environment (a private index, say)."""
+        ``env`` adds to the environment (a private index, say); ``timeout`` replaces the
+        default for a command that reads the whole worktree."""
         full_env = {**self.env, **env} if env else self.env
         try:
             done = self.runner.run(
-                ["git", *args], cwd=cwd, env=full_env, input=input, timeout=self.timeout
+                ["git", *args], cwd=cwd, env=full_env, input=input,
+                timeout=timeout or self.timeout,
             )
         except ToolError as exc:
             raise GitError(str(exc)) from exc
@@ -296,7 +302,7 @@ class Git:
         flags = self.index_flags(path)
         with self.fresh_index(path, flags) as env:
             self.run(path, *_fresh("update-index", "-q", "--really-refresh"), env=env,
-                     ok_codes=(0, 1))
+                     ok_codes=(0, 1), timeout=HASH_TIMEOUT)
             out = self.run(
                 path, *_fresh("diff-files", "-z", "--name-status", "--ignore-submodules=none"),
                 env=env,
@@ -442,7 +448,7 @@ class Git:
         """The tree of what is on disk: HEAD's files re-read and every untracked file that is
         not ignored (``git add -A`` on a private index). Writes blobs, never the real index."""
         with self.fresh_index(path) as env:
-            self.run(path, *_fresh("add", "-A"), env=env)
+            self.run(path, *_fresh("add", "-A"), env=env, timeout=HASH_TIMEOUT)
             return self.run(path, *_fresh("write-tree"), env=env).stdout.strip()
 
     def index_tree(self, path: str | os.PathLike[str]) -> str | None:

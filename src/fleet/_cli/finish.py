@@ -33,7 +33,9 @@ from fleet._retire import (
 CHECK_HELP = """\
 Check a worker's DONE claim in its registered worktree:
   - commits exist in BASE..HEAD;
-  - the worktree is clean: modified, staged and untracked files count (ignored files do not);
+  - the worktree is clean: modified, staged and untracked files count (ignored files do not),
+    and so does an edit that skip-worktree, assume-unchanged or a stale stat cache hides from
+    git status (every file is hashed against HEAD);
   - HEAD is on a branch with an upstream, nothing is ahead of it, and the remote itself
     (asked with git ls-remote) has HEAD on that branch;
   - each --cmd passes, run with `sh -c` in the worktree (the tail of its output is kept).
