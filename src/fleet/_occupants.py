@@ -20,6 +20,8 @@ _PROC: Final = Path("/proc")
 #: How much of a command line a reason quotes.
 _COMMAND_CHARS: Final = 80
 _DELETED: Final = " (deleted)"
+#: How many processes a reason names one by one.
+_NAMED: Final = 5
 
 
 @attrs.frozen(kw_only=True)
@@ -55,7 +57,9 @@ def describe_occupants(found: list[Occupant]) -> str:
     directory``."""
     head = ("a process still runs" if len(found) == 1
             else f"{len(found)} processes still run")
-    return f"{head} in the worktree: " + "; ".join(o.describe() for o in found)
+    named = "; ".join(o.describe() for o in found[:_NAMED])
+    more = f"; and {len(found) - _NAMED} more" if len(found) > _NAMED else ""
+    return f"{head} in the worktree: {named}{more}"
 
 
 def _pids() -> Iterator[int]:
