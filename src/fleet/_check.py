@@ -3,7 +3,10 @@
 A DONE envelope is a claim. The check looks at the worktree itself:
 
 - commits exist in ``base..HEAD``;
-- the worktree is clean (modified, staged and untracked files all count; ignored files do not);
+- the worktree is clean (modified, staged and untracked files all count; ignored files do not),
+  and every file of HEAD really has HEAD's content: each is hashed again, so an edit that an
+  index flag (skip-worktree, assume-unchanged) or a stale stat cache hides from ``git status``
+  counts too;
 - HEAD is on a branch that has an upstream on a remote, nothing is ahead of it, and the remote
   itself (asked with ``git ls-remote``, not just the local tracking ref) has HEAD on that branch;
 - each check command passes, run in the worktree with a timeout (its output tail is kept).
@@ -27,7 +30,7 @@ from fleet._core.events import Checked
 from fleet._core.fold import WorkerState
 from fleet._errors import Refused, ToolError
 from fleet._fleet import Fleet
-from fleet._git import Commit, Git, GitError, StatusEntry, Upstream
+from fleet._git import Commit, ContentChange, Git, GitError, StatusEntry, Upstream, printable
 from fleet._runner import Runner
 
 DEFAULT_CMD_TIMEOUT: Final = 900.0
@@ -52,6 +55,7 @@ class Inspection:
     remote_head: str | None = None
     ahead: int | None = None
     dirty: tuple[StatusEntry, ...] = ()
+    hidden: tuple[ContentChange, ...] = ()
     problems: tuple[str, ...] = ()
 
     @property
@@ -90,12 +94,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def describe_dirty(entries: Sequence[StatusEntry]) -> list[str]:
+def describe_dirty(entries: Sequence[StatusEntry | ContentChange]) -> list[str]:
     """One finding per dirty path, the first few by name: ``untracked file notes.txt``."""
     out = [e.describe() for e in entries[:_NAMED_PATHS]]
     if len(entries) > _NAMED_PATHS:
         out.append(f"{_plural(len(entries) - _NAMED_PATHS, 'more changed file')}")
     return out
+
+
+def hidden_changes(
+    git: Git, path: Path, dirty: Sequence[StatusEntry]
+) -> tuple[ContentChange, ...]:
+    """The content changes ``git status`` did not report (an index flag or a stale stat cache
+    hid them); what it did report is named once, by status."""
+    seen = {e.path for e in dirty} | {e.orig for e in dirty if e.orig}
+    return tuple(c for c in git.content_changes(path) if c.path not in seen)
 
 
 def inspect_worktree(
@@ -121,6 +134,9 @@ def inspect_worktree(
         dirty = tuple(git.status(path))
         fields["dirty"] = dirty
         problems.extend(describe_dirty(dirty))
+        hidden = hidden_changes(git, path, dirty)
+        fields["hidden"] = hidden
+        problems.extend(describe_dirty(hidden))
         if current is None:
             problems.append("detached HEAD")
         else:
@@ -129,7 +145,9 @@ def inspect_worktree(
             problems.extend(_remote_problems(git, path, current, head, fields))
     except GitError as exc:
         problems.append(f"git error: {exc}")
-    return Inspection(problems=tuple(problems), **fields)  # type: ignore[arg-type]
+    return Inspection(
+        problems=tuple(printable(p) for p in problems), **fields  # type: ignore[arg-type]
+    )
 
 
 def _remote_problems(
@@ -170,7 +188,7 @@ def _remote_problems(
 
 
 def _tail(text: str) -> str:
-    lines = text.rstrip("\n").splitlines()[-TAIL_LINES:]
+    lines = printable(text).rstrip("\n").splitlines()[-TAIL_LINES:]
     joined = "\n".join(lines)
     return joined[-TAIL_CHARS:]
 
@@ -284,7 +302,7 @@ def evaluate(
         head=found.head,
         branch=found.branch,
         upstream=found.upstream.short if found.upstream else None,
-        commits=tuple(c.oneline() for c in commits),
+        commits=tuple(printable(c.oneline()) for c in commits),
         commands=tuple(cmd_results),
         state=state.state,
     )

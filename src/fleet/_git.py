@@ -7,8 +7,11 @@ as "probably fine". Nothing here deletes with ``--force``.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -21,6 +24,28 @@ from fleet._runner import Completed, Runner, SubprocessRunner
 #: the index lock, so a query cannot disturb a worker that is still running git itself.
 _GIT_ENV: Final = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 _TIMEOUT: Final = 60.0
+#: For the commands that read and hash every file of the worktree (a big checkout takes a
+#: while; a timeout refuses, it never passes).
+HASH_TIMEOUT: Final = 600.0
+#: For commands on a private, temporary index (see :meth:`Git.content_changes`): nothing may
+#: vouch for a file's content without reading it (no stat trust, no fsmonitor, no untracked
+#: cache), sparse-checkout patterns do not hide paths, and nothing is written beside the
+#: repository's own index (no split index).
+_FRESH_INDEX_CONFIG: Final = (
+    "core.ignoreStat=false",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.splitIndex=false",
+    "core.sparseCheckout=false",
+    "index.sparse=false",
+)
+#: Who makes a snapshot commit: fleet, whatever identity the user has configured (or not).
+_SNAPSHOT_IDENTITY: Final = {
+    "GIT_AUTHOR_NAME": "fleet",
+    "GIT_AUTHOR_EMAIL": "fleet@localhost",
+    "GIT_COMMITTER_NAME": "fleet",
+    "GIT_COMMITTER_EMAIL": "fleet@localhost",
+}
 
 
 class GitError(ToolError):
@@ -53,6 +78,22 @@ class StatusEntry:
         if self.xy[1] == "D":
             return f"deleted file {self.path}"
         return f"modified file {self.path}"
+
+
+@attrs.frozen(kw_only=True)
+class ContentChange:
+    """A path whose content in the worktree differs from HEAD's, found by hashing the file.
+
+    ``flag`` is the index flag that hides it from ``git status`` (``skip-worktree`` or
+    ``assume-unchanged``), or None when git's stat cache vouched for the old content."""
+
+    path: str
+    kind: str
+    flag: str | None = None
+
+    def describe(self) -> str:
+        why = self.flag or "a stale stat cache"
+        return f"{self.kind} file {self.path} (hidden from git status by {why})"
 
 
 @attrs.frozen(kw_only=True)
@@ -101,20 +142,34 @@ class Git:
         self.env: Mapping[str, str] = {**os.environ, **_GIT_ENV}
 
     def run(
-        self, cwd: str | os.PathLike[str], *args: str, ok_codes: Sequence[int] = (0,)
+        self,
+        cwd: str | os.PathLike[str],
+        *args: str,
+        ok_codes: Sequence[int] = (0,),
+        env: Mapping[str, str] | None = None,
+        input: str | None = None,
+        timeout: float | None = None,
     ) -> Completed:
-        """Run ``git ARGS`` in ``cwd``; raise GitError unless its exit code is in ``ok_codes``."""
+        """Run ``git ARGS`` in ``cwd``; raise GitError unless its exit code is in ``ok_codes``.
+        ``env`` adds to the environment (a private index, say); ``timeout`` replaces the
+        default for a command that reads the whole worktree."""
+        full_env = {**self.env, **env} if env else self.env
         try:
-            done = self.runner.run(["git", *args], cwd=cwd, env=self.env, timeout=self.timeout)
+            done = self.runner.run(
+                ["git", *args], cwd=cwd, env=full_env, input=input,
+                timeout=timeout or self.timeout,
+            )
         except ToolError as exc:
             raise GitError(str(exc)) from exc
         except OSError as exc:  # a vanished cwd, for one
-            what = args[0] if args else ""
-            raise GitError(f"git {what} in {cwd}: {exc.strerror or exc}") from exc
+            raise GitError(f"git {_what(args, 1)} in {cwd}: {exc.strerror or exc}") from exc
         if done.returncode not in ok_codes:
-            detail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])
+            lines = done.stderr.strip().splitlines() or done.stdout.strip().splitlines()
+            detail = lines[-1].strip() if lines else ""
+            # A git that fails without a word still gets a reason that names the command.
             raise GitError(
-                f"git {' '.join(args[:2])} failed (exit {done.returncode}): {detail[-1].strip()}"
+                f"git {_what(args, 2)} failed (exit {done.returncode})"
+                + (f": {detail}" if detail else "")
             )
         return done
 
@@ -122,6 +177,10 @@ class Git:
 
     def toplevel(self, path: str | os.PathLike[str]) -> Path:
         return Path(self.run(path, "rev-parse", "--show-toplevel").stdout.strip())
+
+    def git_dir(self, path: str | os.PathLike[str]) -> Path:
+        """The worktree's own git dir (``.git/worktrees/<name>`` for a linked worktree)."""
+        return Path(self.run(path, "rev-parse", "--absolute-git-dir").stdout.strip())
 
     def common_dir(self, path: str | os.PathLike[str]) -> Path:
         """The repository's shared git dir (the main repo's ``.git`` for a linked worktree)."""
@@ -191,6 +250,98 @@ class Git:
                 i += 1
             entries.append(StatusEntry(xy=xy, path=name, orig=orig))
         return entries
+
+    def index_flags(self, path: str | os.PathLike[str]) -> dict[str, frozenset[str]]:
+        """The index entries that carry ``skip-worktree`` or ``assume-unchanged`` (from
+        ``git ls-files -v``: ``S`` is skip-worktree, a lower-case tag assume-unchanged)."""
+        out = self.run(path, "ls-files", "-v", "-z").stdout
+        flags: dict[str, frozenset[str]] = {}
+        for item in out.split("\0"):
+            if len(item) < 3 or item[1] != " ":
+                continue
+            tag, name = item[0], item[2:]
+            found = set()
+            if tag in "Ss":
+                found.add("skip-worktree")
+            if tag.islower():
+                found.add("assume-unchanged")
+            if found:
+                flags[name] = frozenset(found)
+        return flags
+
+    @contextlib.contextmanager
+    def fresh_index(
+        self, path: str | os.PathLike[str], flags: Mapping[str, frozenset[str]] | None = None
+    ) -> Iterator[dict[str, str]]:
+        """A private index read from HEAD's tree, with no stat data, so every file in the
+        worktree is read and hashed again; yields the environment that selects it. The
+        repository's own index is never written.
+
+        An entry that is skip-worktree in the real index and absent from the worktree is what a
+        sparse checkout looks like (the file is in HEAD, nothing of it is lost): it stays
+        skip-worktree here too. Every other flag is dropped."""
+        flags = self.index_flags(path) if flags is None else flags
+        with tempfile.TemporaryDirectory(prefix="fleet-index-") as tmp:
+            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            self.run(path, *_fresh("read-tree", "HEAD"), env=env)
+            sparse = [
+                name for name, found in flags.items()
+                if "skip-worktree" in found and not os.path.lexists(Path(path, name))
+            ]
+            if sparse:
+                self.run(
+                    path, *_fresh("update-index", "--skip-worktree", "-z", "--stdin"),
+                    env=env, input="".join(f"{name}\0" for name in sparse),
+                )
+            yield env
+
+    def content_changes(self, path: str | os.PathLike[str]) -> list[ContentChange]:
+        """Every path of HEAD whose worktree content differs from HEAD's, whatever the index's
+        flags (skip-worktree, assume-unchanged) or its stat cache say: each file is hashed
+        again against a private index read from HEAD."""
+        flags = self.index_flags(path)
+        with self.fresh_index(path, flags) as env:
+            self.run(path, *_fresh("update-index", "-q", "--really-refresh"), env=env,
+                     ok_codes=(0, 1), timeout=HASH_TIMEOUT)
+            out = self.run(
+                path, *_fresh("diff-files", "-z", "--name-status", "--ignore-submodules=none"),
+                env=env,
+            ).stdout
+        parts = out.split("\0")
+        changes: list[ContentChange] = []
+        for letter, name in zip(parts[::2], parts[1::2], strict=False):
+            if not name:
+                continue
+            kind = {"D": "deleted", "T": "type-changed"}.get(letter[:1], "modified")
+            found = flags.get(name, frozenset())
+            flag = " and ".join(sorted(found)) or None
+            changes.append(ContentChange(path=name, kind=kind, flag=flag))
+        return changes
+
+    def ignored(self, path: str | os.PathLike[str]) -> list[str]:
+        """The ignored paths under ``path``, a wholly ignored directory once (``build/``)."""
+        out = self.run(
+            path, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+        ).stdout
+        return [name for name in out.split("\0") if name]
+
+    def private_refs(
+        self, path: str | os.PathLike[str], prefixes: Sequence[str]
+    ) -> list[str]:
+        """The refs under ``prefixes`` that this worktree sees (per-worktree namespaces such as
+        ``refs/worktree/`` list only the current worktree's own)."""
+        out = self.run(
+            path, "for-each-ref", "--format=%(refname)", *(p.rstrip("/") for p in prefixes)
+        ).stdout
+        return [line for line in out.splitlines() if line]
+
+    def reflog(self, path: str | os.PathLike[str], ref: str) -> list[str]:
+        """The commits ``ref``'s reflog holds, newest first; empty when it has none."""
+        done = self.run(path, "reflog", "show", "--format=%H", "--end-of-options", ref, "--",
+                        ok_codes=(0, 128))
+        if done.returncode:
+            return []
+        return [line for line in done.stdout.splitlines() if line]
 
     def count(self, path: str | os.PathLike[str], *revs: str) -> int:
         out = self.run(path, "rev-list", "--count", *revs, "--").stdout.strip()
@@ -269,9 +420,83 @@ class Git:
 
     def snapshot(self, path: str | os.PathLike[str], ref: str, message: str) -> str:
         """Save the worktree's state under ``ref`` (in the shared repository) and return the
-        commit. A dirty worktree is saved as a stash-like commit of its index and tracked files;
-        a clean one as its HEAD. The ref is created, never overwritten."""
-        stash = self.run(path, "stash", "create", message).stdout.strip()
-        sha = stash or self.head(path)
+        commit. The ref is created, never overwritten.
+
+        What is saved is the content actually in the worktree: every file of HEAD as it is on
+        disk (whatever the index's flags or stat cache say) and every untracked file that is
+        not ignored. A worktree that matches HEAD is saved as HEAD itself; any other as a
+        commit on top of HEAD whose second parent, when the index holds something else again
+        (staged, then edited), is a commit of the index."""
+        head = self.head(path)
+        head_tree = self.tree(path, head)
+        work_tree = self.worktree_tree(path)
+        index_tree = self.index_tree(path)
+        if work_tree == head_tree and index_tree in (None, head_tree):
+            sha = head
+        else:
+            parents = [head]
+            if index_tree not in (None, head_tree, work_tree):
+                parents.append(self.commit_tree(path, index_tree, [head], f"index: {message}"))
+            sha = self.commit_tree(path, work_tree, parents, message)
         self.run(path, "update-ref", "-m", message, "--create-reflog", ref, sha, "")
         return sha
+
+    def tree(self, path: str | os.PathLike[str], rev: str) -> str:
+        return self.run(path, "rev-parse", "--verify", f"{rev}^{{tree}}").stdout.strip()
+
+    def worktree_tree(self, path: str | os.PathLike[str]) -> str:
+        """The tree of what is on disk: HEAD's files re-read and every untracked file that is
+        not ignored (``git add -A`` on a private index). Writes blobs, never the real index."""
+        with self.fresh_index(path) as env:
+            self.run(path, *_fresh("add", "-A"), env=env, timeout=HASH_TIMEOUT)
+            return self.run(path, *_fresh("write-tree"), env=env).stdout.strip()
+
+    def index_tree(self, path: str | os.PathLike[str]) -> str | None:
+        """The tree the real index holds, written from a copy of it (``write-tree`` on the
+        index itself would rewrite it under a running worker); None when it cannot be written
+        (an unmerged entry) or there is no index."""
+        index = self.run(path, "rev-parse", "--path-format=absolute", "--git-path", "index")
+        with tempfile.TemporaryDirectory(prefix="fleet-index-") as tmp:
+            copy = os.path.join(tmp, "index")
+            try:
+                shutil.copyfile(index.stdout.strip(), copy)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise GitError(f"could not read the index: {exc.strerror or exc}") from exc
+            done = self.run(path, *_fresh("write-tree"), env={"GIT_INDEX_FILE": copy},
+                            ok_codes=(0, 128))
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    def commit_tree(
+        self, path: str | os.PathLike[str], tree: str, parents: Sequence[str], message: str
+    ) -> str:
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.run(path, *args, "-m", message, env=_SNAPSHOT_IDENTITY).stdout.strip()
+
+
+def printable(text: str) -> str:
+    """``text`` fit for a reason, a journal line or JSON: bytes that are not UTF-8 (a file name
+    git printed raw) are shown as ``\\xff`` escapes instead of breaking the encoder."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that did not come from undecodable bytes
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _fresh(*args: str) -> tuple[str, ...]:
+    """``git -c ... ARGS`` with the config every private-index command runs with."""
+    config: list[str] = []
+    for item in _FRESH_INDEX_CONFIG:
+        config += ["-c", item]
+    return (*config, *args)
+
+
+def _what(args: Sequence[str], words: int) -> str:
+    """The subcommand (and its first argument), past ``-c key=value`` and ``--git-dir``."""
+    rest = list(args)
+    while rest and (rest[0] == "-c" or rest[0].startswith("--git-dir=")):
+        rest = rest[2:] if rest[0] == "-c" else rest[1:]
+    return " ".join(rest[:words])

@@ -33,6 +33,8 @@ class ReportLine:
     ref: str | None = None
     task: str | None = None
     follow_ups: int = 0
+    #: what changed between retire's last check and the delete, when anything did
+    note: str | None = None
 
 
 def verdict_of(state: WorkerState) -> str:
@@ -53,9 +55,10 @@ def _workspace(state: WorkerState) -> str | None:
     return state.worktree
 
 
-def _why(state: WorkerState, verdict: str) -> str:
+def _why(state: WorkerState, verdict: str, note: str | None = None) -> str:
     if state.state == "retired":
-        return "was checked, clean and pushed"
+        # A retire that saw something land after its last check says so, never "pushed".
+        return f"retired, but {note}" if note else "was checked, clean and pushed"
     if state.refused:
         return f"retire refused: {state.refused}"
     if verdict == "failed":
@@ -67,10 +70,12 @@ def _why(state: WorkerState, verdict: str) -> str:
     return f"not done: {state.state} ({state.reason})"
 
 
-def report_line(state: WorkerState, ref: str | None = None, follow_ups: int = 0) -> ReportLine:
+def report_line(
+    state: WorkerState, ref: str | None = None, follow_ups: int = 0, note: str | None = None
+) -> ReportLine:
     verdict = verdict_of(state)
     retired = state.state == "retired"
-    why = _why(state, verdict)
+    why = _why(state, verdict, note if retired else None)
     if follow_ups:
         why += f" (after {follow_ups} follow-up{'' if follow_ups == 1 else 's'})"
     return ReportLine(
@@ -89,6 +94,7 @@ def report_line(state: WorkerState, ref: str | None = None, follow_ups: int = 0)
         ref=ref if retired else None,
         task=state.task,
         follow_ups=follow_ups,
+        note=note if retired else None,
     )
 
 
@@ -96,9 +102,12 @@ def build_report(fleet: Fleet, workers: Iterable[str] | None = None) -> list[Rep
     lines = []
     for state in fleet.status(workers):
         events = fleet.log(state.worker)
-        ref = next((e.ref for e in reversed(events) if isinstance(e, Retired)), None)
+        retired = next((e for e in reversed(events) if isinstance(e, Retired)), None)
         follow_ups = sum(isinstance(e, FollowUpSent) for e in events)
-        lines.append(report_line(state, ref, follow_ups))
+        lines.append(report_line(
+            state, retired.ref if retired else None, follow_ups,
+            retired.note if retired else None,
+        ))
     return lines
 
 

@@ -68,6 +68,10 @@ class SubprocessRunner:
                 input=input,
                 capture_output=True,
                 text=True,
+                # A file name or an output that is not UTF-8 must not crash a guard: its bytes
+                # survive the round trip (os.fsencode gives them back) and the caller decides
+                # how to show them.
+                errors="surrogateescape",
                 timeout=timeout,
                 stdin=None if input is not None else subprocess.DEVNULL,
                 check=False,

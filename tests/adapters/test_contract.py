@@ -228,6 +228,28 @@ def test_delete_never_loses_uncommitted_work_and_keeps_the_branch(every_rig: Rig
     assert "--force" not in rig.runner.argv_text()
 
 
+@pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
+def test_delete_never_loses_an_edit_git_status_does_not_show(every_rig: Rig, flag: str) -> None:
+    """An index flag hides an edit from `git status` (and so from `git worktree remove` and an
+    app's own dirty check); every adapter hashes the files itself before its delete."""
+    rig = every_rig
+    ws, _spec = rig.started("w1")
+    rig.until_idle(ws)
+    wt = ws.worktree
+    (wt / "work.txt").write_text("work\n")
+    git(wt, "add", "work.txt")
+    git(wt, "commit", "-qm", "work")
+    git(wt, "push", "-q", "-u", "origin", "HEAD")
+    git(wt, "update-index", flag, "work.txt")
+    (wt / "work.txt").write_text("edited\n")
+    with pytest.raises(FleetError, match=r"modified file work\.txt"):
+        rig.adapter.delete(ws)
+    assert (wt / "work.txt").read_text() == "edited\n"
+    (wt / "work.txt").write_text("work\n")
+    rig.adapter.delete(ws)
+    assert not wt.exists()
+
+
 def test_an_app_delete_also_refuses_unpushed_work(rig: Rig) -> None:
     """An app's own delete is forceful (Superset) or checks only for a dirty worktree (herdr),
     so its adapter checks the push itself right before. (Headless leaves that to fleet's

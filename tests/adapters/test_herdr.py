@@ -172,11 +172,12 @@ def test_delete_maps_herdrs_own_refusal_without_forcing(tmp_path: Path, repo: Re
     repo.git("worktree", "add", "-q", "-b", "fleet/w1", str(wt))
     git(wt, "push", "-q", "-u", "origin", "HEAD")
 
-    def handler(argv: tuple[str, ...], _o: Any) -> tuple[int, str, str]:
+    def handler(argv: tuple[str, ...], o: Any) -> tuple[int, str, str]:
         if argv[0] == "git":
             import subprocess
 
-            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+            done = subprocess.run(argv, cwd=o["cwd"], env=o["env"], input=o["input"],
+                                  capture_output=True, text=True, check=False)
             return done.returncode, done.stdout, done.stderr
         assert "--force" not in argv
         err = {"id": "x", "error": {"code": "dirty_worktree_requires_force", "message": "dirty"}}

@@ -8,8 +8,10 @@ import os
 
 import pytest
 
-from fleet._core.events import HookEvent
+from fleet._core.events import Exited, HookEvent
+from fleet._occupants import occupants
 from fleet._retire import Retirer
+from fleet.adapters.headless import HeadlessAdapter
 from tests.adapters.conftest import FAKES, Rig, git
 
 
@@ -49,3 +51,25 @@ def test_retire_deletes_a_checked_pushed_worker_through_its_adapter(rig: Rig) ->
     else:
         assert ["worktree", "remove", "--workspace", ws.handle["workspace"]] in (
             rig.herdr_state()["calls"])
+
+
+@pytest.mark.parametrize("every_rig", ["headless"], indirect=True)
+def test_retire_stops_a_headless_agent_still_running_in_the_worktree(every_rig: Rig) -> None:
+    """The run claimed done but its process still runs there: retire stops it through the
+    adapter (its supervisor ends the agent and journals it), then deletes."""
+    rig = every_rig
+    ws, _ = rig.started("w1")
+    assert rig.agent is not None
+    rig.agent.wait_running(1, timeout=60)
+    (ws.worktree / "notes.txt").write_text("notes\n")
+    git(ws.worktree, "add", "notes.txt")
+    git(ws.worktree, "commit", "-qm", "notes")
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    claim_done(rig, "w1")
+    assert occupants(ws.worktree)  # the agent runs in its worktree
+    outcome = Retirer(rig.fleet).retire_worker("w1")
+    assert outcome.retired, outcome.reason
+    assert not ws.worktree.exists()
+    assert isinstance(rig.adapter, HeadlessAdapter)
+    assert not rig.adapter.supervisor_alive("w1")
+    assert any(isinstance(e, Exited) for e in rig.fleet.log("w1"))

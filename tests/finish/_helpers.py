@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from fleet import Fleet, HookEvent
+from fleet._retire import Outcome, Retirer
 from tests.conftest import Repo, git
 
 DONE_MESSAGE = "All done.\n\nFLEET_WORKER_DONE: added the feature"
@@ -63,3 +65,16 @@ def ls_refs(repo: Repo, prefix: str = "refs/fleet/") -> list[str]:
         check=True, capture_output=True, text=True,
     ).stdout
     return out.split()
+
+
+def exclude(wt: Path, *patterns: str) -> None:
+    """Ignore ``patterns`` through the repository's info/exclude (no tracked file changes)."""
+    info = Path(git(wt, "rev-parse", "--path-format=absolute", "--git-common-dir")) / "info"
+    info.mkdir(exist_ok=True)
+    with (info / "exclude").open("a") as fh:
+        fh.write("".join(f"{p}\n" for p in patterns))
+
+
+def retire(fleet: Fleet, worker: str, **kwargs: Any) -> Outcome:
+    """Assess and retire ``worker`` with a :class:`Retirer` built with ``kwargs``."""
+    return Retirer(fleet, **kwargs).retire_worker(worker)

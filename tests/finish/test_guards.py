@@ -34,7 +34,7 @@ class FailingGit:
         input: str | None = None,
         timeout: float | None = 60.0,
     ) -> Completed:
-        if list(argv[:2]) == ["git", self.subcommand]:
+        if list(argv[:1]) == ["git"] and _subcommand(argv[1:]) == self.subcommand:
             self.seen += 1
             if self.seen > self.after:
                 return Completed(argv=tuple(argv), returncode=128, stdout="",
@@ -42,8 +42,17 @@ class FailingGit:
         return self.real.run(argv, cwd=cwd, env=env, input=input, timeout=timeout)
 
 
+def _subcommand(args: Sequence[str]) -> str | None:
+    """git's subcommand, past any ``-c key=value`` options."""
+    rest = list(args)
+    while len(rest) >= 2 and rest[0] == "-c":
+        rest = rest[2:]
+    return rest[0] if rest else None
+
+
 GUARD_COMMANDS = ["rev-parse", "symbolic-ref", "status", "for-each-ref", "rev-list", "ls-remote",
-                  "log", "stash", "update-ref", "worktree"]
+                  "log", "ls-files", "read-tree", "update-index", "diff-files", "add",
+                  "write-tree", "update-ref", "worktree"]
 
 
 @pytest.mark.parametrize("subcommand", GUARD_COMMANDS)
@@ -60,7 +69,9 @@ def test_a_git_failure_anywhere_refuses(repo: Repo, home: Path, subcommand: str)
     assert state.state == "done" and state.refused == outcome.reason
 
 
-@pytest.mark.parametrize("subcommand", ["status", "ls-remote", "rev-parse", "symbolic-ref"])
+@pytest.mark.parametrize(
+    "subcommand", ["status", "ls-remote", "rev-parse", "symbolic-ref", "diff-files"]
+)
 def test_a_git_failure_in_the_last_round_of_guards_refuses(
     repo: Repo, home: Path, subcommand: str
 ) -> None:

@@ -33,7 +33,9 @@ from fleet._retire import (
 CHECK_HELP = """\
 Check a worker's DONE claim in its registered worktree:
   - commits exist in BASE..HEAD;
-  - the worktree is clean: modified, staged and untracked files count (ignored files do not);
+  - the worktree is clean: modified, staged and untracked files count (ignored files do not),
+    and so does an edit that skip-worktree, assume-unchanged or a stale stat cache hides from
+    git status (every file is hashed against HEAD);
   - HEAD is on a branch with an upstream, nothing is ahead of it, and the remote itself
     (asked with git ls-remote) has HEAD on that branch;
   - each --cmd passes, run with `sh -c` in the worktree (the tail of its output is kept).
@@ -45,11 +47,16 @@ Retire workers whose work is safely on the remote, and only those:
   1. the worker claimed done and the claim was checked (a claim never checked is checked
      here first, as `fleet check` would; a failed check refuses until it is checked again);
   2. HEAD is still the commit that was checked, the worktree is clean (untracked files
-     count), and HEAD is on the remote branch its upstream names;
-  3. the worktree's state is saved to refs/fleet/WORKER/TIME in the repository;
-  4. every guard runs again, then the worker's adapter deletes the workspace, never forced
+     count, and so does an edit an index flag hides: every file is hashed against HEAD), and
+     HEAD is on the remote branch its upstream names;
+  3. nothing git ignores holds work: no ignored nested repository has commits found nowhere
+     else, no worktree-private ref (refs/worktree/*, refs/bisect/*, a per-worktree stash, a
+     merge in progress) reaches a commit no branch, tag or remote does; ignored plain files
+     (build output, caches) may go, and ask mode lists how many and the largest first;
+  4. the worktree's state is saved to refs/fleet/WORKER/TIME in the repository;
+  5. every guard runs again, then the worker's adapter deletes the workspace, never forced
      (`git worktree remove` for a plain worktree); the branch is kept;
-  5. the directory is confirmed gone and `retired` is journaled.
+  6. the directory is confirmed gone and `retired` is journaled.
 A refusal says exactly why ("2 commits not pushed to origin/x", "untracked file notes.txt")
 and is journaled. In ask mode (the default, or the `retire` setting) the workers that would
 be retired are listed and need --yes, or a y on the terminal.
@@ -194,8 +201,12 @@ def print_outcome(o: Outcome) -> None:
     if o.retired and o.reason == "already retired":
         print(f"{o.worker}: already retired" + (f" (snapshot {o.ref})" if o.ref else ""))
     elif o.retired:
-        print(f"{o.worker}: retired; {o.worktree} removed, branch {o.branch} kept, "
-              f"snapshot {o.ref}")
+        took = ""
+        if o.ignored is not None and (o.ignored.files or o.ignored.dirs):
+            took = f" with {o.ignored.describe()}"
+        but = "".join(f"; but {w}" for w in o.warnings)
+        print(f"{o.worker}: retired; {o.worktree} removed{took}, branch {o.branch} kept, "
+              f"snapshot {o.ref}{but}")
     else:
         print(f"{o.worker}: kept: {o.reason}")
 
@@ -244,6 +255,7 @@ def cmd_retire(args: argparse.Namespace) -> int:
                     worker=candidate.worker, retired=False, reason=why,
                     worktree=str(candidate.worktree), branch=candidate.branch,
                     head=candidate.head, upstream=candidate.upstream,
+                    ignored=candidate.ignored,
                 ))
     order = {name: i for i, name in enumerate(names)}
     outcomes.sort(key=lambda o: order.get(o.worker, len(order)))
@@ -273,6 +285,9 @@ def _ask(candidates: list[Candidate], as_json: bool) -> bool | None:
     out.write("retire mode is ask; these would be retired (worktree removed, branch kept):\n")
     for c in candidates:
         out.write(f"  {describe_candidate(c)}\n")
+        if c.ignored is not None and (c.ignored.files or c.ignored.dirs):
+            # Ignored files go with the worktree: say how many and which are largest first.
+            out.write(f"    also deletes {c.ignored.describe()}\n")
     out.flush()
     return confirm_on_tty(f"retire {len(candidates)} worker(s)? [y/N] ", stdout=out)
 

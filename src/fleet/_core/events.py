@@ -220,6 +220,9 @@ class Retired:
     ts: float
     src: str = "fleet"
     ref: str | None = None
+    #: what changed between retire's last check and the delete (a branch that moved), if
+    #: anything did: the report says so instead of "clean and pushed"
+    note: str | None = None
 
 
 @attrs.frozen(kw_only=True)

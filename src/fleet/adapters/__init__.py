@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 from fleet._errors import ToolError
 from fleet._git import Git
 from fleet._runner import Runner
-from fleet.adapters._base import Adapter, LaunchSpec, Workspace
+from fleet.adapters._base import Adapter, LaunchSpec, Workspace, require_no_hidden_changes
 
 #: name -> module that implements it
 ADAPTERS: Final = {
@@ -110,11 +110,13 @@ def _missing(module_name: str) -> bool:
 class WorktreeDeleter:
     """Removes a linked git worktree with ``git worktree remove`` run from the repository's main
     worktree. Never ``--force``: git itself refuses a worktree with modified or untracked files,
-    or a locked one, and the branch is kept."""
+    or a locked one, and the branch is kept; what git's status does not show (an edit hidden by
+    an index flag) is refused here first."""
 
     name = "worktree"
 
     def __init__(self, runner: Runner | None = None) -> None:
+        self.runner = runner
         self.git = Git(runner)
 
     def main_worktree(self, worktree: Path) -> Path:
@@ -133,6 +135,9 @@ class WorktreeDeleter:
 
     def delete(self, workspace: Workspace) -> None:
         main = self.main_worktree(workspace.worktree)
+        require_no_hidden_changes(
+            self.git.runner, workspace.worktree, what=f"worktree {workspace.worktree}"
+        )
         self.git.worktree_remove(main, workspace.worktree)
 
 

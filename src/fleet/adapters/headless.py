@@ -57,7 +57,7 @@ from fleet._keys import parse_key_source, resolve_key
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
 from fleet._supervisor import SRC, RunSpec, dump_spec
-from fleet.adapters._base import LaunchSpec, Workspace
+from fleet.adapters._base import LaunchSpec, Workspace, require_no_hidden_changes
 
 NAME: Final = "headless"
 WORKTREES_ENV: Final = "FLEET_WORKTREES"
@@ -439,6 +439,10 @@ class HeadlessAdapter:
         if worker:
             self._refuse_running(worker)
         main = self.main_repo(workspace.worktree)
+        require_no_hidden_changes(
+            self.runner, workspace.worktree,
+            what=f"worker {worker}" if worker else f"worktree {workspace.worktree}",
+        )
         self.git.worktree_remove(main, workspace.worktree)
         if workspace.worktree.exists():
             raise ToolError(f"git worktree remove left {workspace.worktree} in place")
