@@ -4,12 +4,21 @@ nothing reads or writes the real home directory."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _machine_left_whole() -> Iterator[None]:
+    """No test may damage the machine it runs on: a write that renamed a file over /dev/null
+    (fleet given it as a path) would break every later process that opens it."""
+    yield
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "a test replaced /dev/null"
 
 
 @pytest.fixture(autouse=True)
