@@ -312,3 +312,18 @@ def test_a_dialog_opened_at_the_prompt_after_the_turn_is_someone_at_the_terminal
     events = [*start(), hook(4, "Stop"), status(9, "waiting", "dialog open"), status(12, "idle")]
     assert sequence(events)[-1] == ("stopped", "turn_end")
     assert last(events).mark == last(events[:4]).mark
+
+
+def test_what_this_version_does_not_know_is_kept_and_counted() -> None:
+    known = [*start(), hook(4, "PostModelSwitch"), hook(5, "Notification",
+                                                          notification_type="idle_prompt")]
+    assert last(known).unknown == 0
+    strange = [
+        *start(),
+        hook(4, "BrandNewHook", tool_name="x"),
+        hook(5, "Notification", notification_type="brand_new_kind"),
+        status(6, "pondering"),
+        ev.UnknownEvent(ts=7, src="fleet", type="from_the_future", raw={"x": 1}),
+    ]
+    state = last(strange)
+    assert (state.unknown, state.events, state.state) == (4, 7, "working")
