@@ -1,11 +1,15 @@
-"""Fixtures shared by the whole suite. Every test gets its own FLEET_HOME and git identity;
-nothing reads or writes the real home directory."""
+"""Fixtures shared by the whole suite. Every test gets its own FLEET_HOME, HOME (so the settings
+file, ``~/.claude`` and every XDG dir are its own) and git identity: nothing reads or writes the
+real home directory. The agent CLIs stay where ``scripts/install-agents`` put them. Every test
+must stop the threads and processes it starts: a test that leaves one behind fails."""
 
 from __future__ import annotations
 
 import os
 import stat
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,13 +25,31 @@ def _machine_left_whole() -> Iterator[None]:
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "a test replaced /dev/null"
 
 
+#: Where the agent CLIs were installed, computed before any test moves HOME.
+AGENTS_DIR = os.environ.get("FLEET_AGENTS_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fleet" / "agents"
+)
+_ISOLATED = (
+    "FLEET_WORKER", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLAUDE_PROJECT_DIR", "FLEET_SETTINGS",
+    "FLEET_PROFILES", "FLEET_CLAUDE", "FLEET_CODEX", "FLEET_WORKTREES", "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN",
+)
+
+
 @pytest.fixture(autouse=True)
 def _hermetic_env(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A private FLEET_HOME and a git config that knows nothing of the machine's."""
+    """A private FLEET_HOME and HOME, and a git config that knows nothing of the machine's."""
     base = tmp_path_factory.mktemp("env")
     monkeypatch.setenv("FLEET_HOME", str(base / "fleet-home"))
+    home = base / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for xdg in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(xdg, str(home / xdg.lower()))
+    monkeypatch.setenv("FLEET_AGENTS_DIR", AGENTS_DIR)
     gitconfig = base / "gitconfig"
     gitconfig.write_text(
         "[user]\n\tname = Fleet Test\n\temail = fleet@example.invalid\n"
@@ -35,8 +57,57 @@ def _hermetic_env(
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for name in ("FLEET_WORKER", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLAUDE_PROJECT_DIR"):
+    for name in _ISOLATED:
         monkeypatch.delenv(name, raising=False)
+
+
+#: Threads other code may start once per process and keep (the interpreter's own).
+_PROCESS_THREADS = ("pydevd", "asyncio_")
+LEFTOVER_GRACE = 10.0
+
+
+def _children() -> set[int]:
+    """Live (non-zombie) processes whose parent is this one."""
+    me = str(os.getpid())
+    out = set()
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me and fields[0] not in ("Z", "X"):
+            out.add(int(stat_file.parent.name))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_behind() -> Iterator[None]:
+    """A test stops what it starts: no new thread is still running and no child process is
+    still alive when it ends (after a grace for ones already stopping)."""
+    threads = set(threading.enumerate())
+    children = _children()
+    yield
+    deadline = time.monotonic() + LEFTOVER_GRACE
+    while True:
+        extra_threads = [t for t in threading.enumerate()
+                         if t not in threads and t.is_alive()
+                         and not t.name.startswith(_PROCESS_THREADS)]
+        extra_children = _children() - children
+        if not extra_threads and not extra_children:
+            return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    names = [t.name for t in extra_threads]
+    commands = []
+    for pid in sorted(extra_children):
+        try:
+            commands.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                            .decode(errors="replace")[:200])
+        except OSError:
+            continue
+    pytest.fail(f"the test left threads {names} and processes {commands} running",
+                pytrace=False)
 
 
 @pytest.fixture

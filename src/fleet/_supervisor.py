@@ -690,9 +690,28 @@ def read_release(stream: IO[bytes]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def detach(log: Path) -> None:
+    """Become a daemon the coordinator need not wait for: fork; the parent prints the child's
+    pid on stdout and exits (the coordinator reaps it at once, so no zombie and no child of
+    its is left running); the child starts a session of its own, sends its output to ``log``,
+    and carries on with stdin (the release pipe) as it was."""
+    pid = os.fork()  # a fresh interpreter, no thread yet: safe to fork
+    if pid:
+        sys.stdout.write(f"{pid}\n")
+        sys.stdout.flush()
+        os._exit(0)
+    os.setsid()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fleet._supervisor")
     parser.add_argument("--spec", required=True, type=Path)
+    parser.add_argument("--detach", metavar="LOG", type=Path,
+                        help="fork away from the coordinator, print the pid, log to LOG")
     args = parser.parse_args(argv)
     spec = load_spec(args.spec.read_bytes())
     # Stop requests that arrive before the agent starts must still count.
@@ -707,6 +726,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if args.detach is not None:
+        detach(args.detach)
     release = read_release(sys.stdin.buffer)
     with contextlib.suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDONLY)

@@ -244,16 +244,21 @@ def _stop_headless(adapter: TrackedHeadless, agent: FakeAgent) -> None:
     for state in (adapter.home / "workers").glob("*/headless"):
         with contextlib.suppress(Exception):
             adapter.stop(state.parent.name, timeout=10)
-    pids = [p.proc.pid for p in adapter.spawned] + [c["pid"] for c in agent.calls()]
-    for pid in pids:
-        if is_alive(pid, None):
+    for pending in adapter.spawned:
+        pending.abandon()  # an unreleased supervisor ends on its own
+    pids = [(p.pid, p.start_time) for p in adapter.spawned]
+    pids += [(c["pid"], None) for c in agent.calls()]
+    for pid, start in pids:
+        if is_alive(pid, start):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+    # The supervisors are no children of this process (they detach): wait until they are gone.
+    end = time.monotonic() + 30
     for pending in adapter.spawned:
-        pending.abandon()
-        pending.proc.wait(timeout=30)
+        while is_alive(pending.pid, pending.start_time) and time.monotonic() < end:
+            time.sleep(0.02)
 
 
 @pytest.fixture(params=APP_KINDS)

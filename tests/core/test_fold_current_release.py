@@ -327,3 +327,17 @@ def test_what_this_version_does_not_know_is_kept_and_counted() -> None:
     ]
     state = last(strange)
     assert (state.unknown, state.events, state.state) == (4, 7, "working")
+
+
+def test_a_status_then_the_hook_that_names_the_wait_is_one_wait_with_the_exact_reason() -> None:
+    # 2.1.197 says "permission prompt" in its status file for AskUserQuestion's dialog too, a
+    # moment before the PermissionRequest hook says which tool.
+    first = [*start(), status(4.0, "waiting", "permission prompt")]
+    events = [*first, hook(3.99, "PermissionRequest", tool_name="AskUserQuestion"),
+              hook(10, "Notification", notification_type="permission_prompt")]
+    state = last(events)
+    assert (state.state, state.reason, state.mark) == ("blocked", "question", last(first).mark)
+    # once named, a later generic event does not rename it
+    named = [*start(), hook(4, "PermissionRequest", tool_name="AskUserQuestion"),
+             status(4.1, "waiting", "permission prompt")]
+    assert last(named).reason == "question"

@@ -20,6 +20,9 @@ def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
     for proc in procs:
         proc.kill()
         proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def wait_line(proc: subprocess.Popen[bytes]) -> None:

@@ -27,6 +27,8 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def sleeper(cwd: Path, procs: list[subprocess.Popen[bytes]], label: str = "agent") -> int:

@@ -275,6 +275,9 @@ class Accumulator:
     pending_message: str | None = None
     #: the current turn was started by Claude Code itself (a task notification), not a person
     auto_turn: bool = False
+    #: the wait the worker is blocked in was entered by an event that names it (a permission
+    #: request for a tool, an elicitation), not only by a screen or notification saying "waiting"
+    wait_named: bool = False
     # what the coordinator did
     verdict: str | None = None
     findings: tuple[str, ...] = ()
@@ -542,6 +545,18 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
     return None
 
 
+_WAITS: Final = frozenset({"permission", "question"})
+
+
+def _names_the_wait(event: Event) -> bool:
+    return isinstance(event, HookEvent) and event.hook in ("PermissionRequest", "Elicitation")
+
+
+def _refines_the_wait(event: Event, reason: str, acc: Accumulator) -> bool:
+    return (acc.reason in _WAITS and reason in _WAITS and not acc.wait_named
+            and _names_the_wait(event))
+
+
 def _knows_hook(event: HookEvent) -> bool:
     hook = event.hook
     if hook == "Notification":
@@ -668,6 +683,11 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if wanted is None:
         return acc
     trigger, reason = wanted
+    if trigger == "block" and acc.state == "blocked" and _refines_the_wait(event, reason, acc):
+        # The same wait, now named (the status file said "waiting" a moment before the hook
+        # said for what): the reason becomes exact and the mark stays, so nobody wakes twice.
+        acc.reason, acc.wait_named = reason, True
+        return acc
     dest = move(trigger, acc.state)
     if dest is None:
         acc.ignored += 1
@@ -688,6 +708,7 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if dest == acc.state and (reason == acc.reason or trigger == "activity"):
         return acc
     acc.state, acc.reason, acc.since, acc.seq = dest, reason, event.ts, seq
+    acc.wait_named = dest == "blocked" and _names_the_wait(event)
     if dest != "blocked":
         acc.waiting_for = None
     if trigger == "verdict" and worker:

@@ -37,7 +37,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
 import attrs
@@ -226,28 +226,27 @@ def _write_private(path: Path, data: bytes) -> None:
 
 @attrs.frozen(kw_only=True)
 class Pending:
-    """A supervisor that is running but waits for its release (the key, or nothing) on stdin.
-    Until :meth:`release`, the agent has not started; :meth:`abandon` ends it unstarted."""
+    """A supervisor that is running, detached, but waits for its release (the key, or nothing)
+    on the pipe ``release_pipe`` writes to. Until :meth:`release`, the agent has not started;
+    :meth:`abandon` ends it unstarted."""
 
     pid: int
     start_time: int | None
     run: int
-    proc: subprocess.Popen[bytes] = attrs.field(repr=False)
+    release_pipe: IO[bytes] = attrs.field(repr=False)
     key: str | None = attrs.field(repr=False, default=None)
 
     def release(self) -> None:
-        assert self.proc.stdin is not None
         line = orjson.dumps({"key": self.key}) + b"\n"
         try:
-            self.proc.stdin.write(line)
-            self.proc.stdin.close()
+            self.release_pipe.write(line)
+            self.release_pipe.close()
         except OSError as exc:
             raise ToolError(f"the supervisor (pid {self.pid}) died before it started") from exc
 
     def abandon(self) -> None:
         with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
+            self.release_pipe.close()
 
     @property
     def handle(self) -> dict[str, str]:
@@ -587,33 +586,19 @@ class HeadlessAdapter:
         )
         spec_path = state / f"run-{run}.json"
         _write_private(spec_path, dump_spec(spec))
-        log = os.open(
-            state / f"supervisor-{run}.log",
-            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-            FILE_MODE,
-        )
+        log = state / f"supervisor-{run}.log"
         env = {k: v for k, v in self.environ.items() if k not in _key_source_vars(record)}
         env["FLEET_HOME"] = str(self.home)
-        try:
-            proc = subprocess.Popen(
-                [self.python, "-m", "fleet._supervisor", "--spec", str(spec_path)],
-                cwd=record.worktree,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as exc:
-            raise ToolError(f"cannot start the supervisor: {exc.strerror or exc}") from exc
-        finally:
-            os.close(log)
+        pid, pipe = _start_detached(
+            [self.python, "-m", "fleet._supervisor", "--spec", str(spec_path),
+             "--detach", str(log)],
+            cwd=record.worktree, env=env,
+        )
         pending = Pending(
-            pid=proc.pid,
-            start_time=process_start_time(proc.pid),
+            pid=pid,
+            start_time=process_start_time(pid),
             run=run,
-            proc=proc,
+            release_pipe=pipe,
             key=key,
         )
         _write_private(
@@ -679,6 +664,31 @@ class HeadlessAdapter:
             )
             return True
         return False
+
+
+def _start_detached(
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str]
+) -> tuple[int, IO[bytes]]:
+    """Start the supervisor so that it is no child of this process: it forks itself away and
+    reports its pid (``--detach``), and the process started here is reaped at once. Returns the
+    supervisor's pid and the pipe its release goes to."""
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"cannot start the supervisor: {exc.strerror or exc}") from exc
+    assert proc.stdin is not None and proc.stdout is not None
+    with proc.stdout:
+        line = proc.stdout.readline(64)
+    code = proc.wait()
+    try:
+        pid = int(line)
+    except ValueError:
+        proc.stdin.close()
+        raise ToolError(f"the supervisor did not start (exit {code})") from None
+    return pid, proc.stdin
 
 
 # -- building a run -------------------------------------------------------------------------
