@@ -16,7 +16,8 @@ Rules it lives by, because it runs inside the agent on every tool call:
 - failures go, one bounded JSON line each, to ``$FLEET_HOME/hook-errors.log`` (``fleet doctor``).
 
 The journal append mirrors ``fleet._journal.append_line``: directories 0700, file 0600,
-``O_APPEND``, an exclusive ``flock`` and one ``write(2)`` of the whole line.
+``O_APPEND``, an exclusive ``flock``, a newline first if the file ends in a torn line, and one
+``write(2)`` of the whole line.
 """
 
 import posix
@@ -79,6 +80,8 @@ ERROR_LOG_LIMIT = 1 << 20
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _APPEND_FLAGS = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC
+#: Journals are opened for reading too: the last byte tells whether the file ends a line.
+_JOURNAL_FLAGS = posix.O_RDWR | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
 _WORKER_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -621,30 +624,45 @@ def journal_path(home: str, worker: str) -> str:
 
 
 def append_line(path: str, line: bytes) -> None:
-    """Append one whole line under an exclusive flock with a single write(2); on a short write
-    (a full disk) cut the file back so no torn line stays."""
+    """Append one whole line under an exclusive flock with a single write(2), starting on a line
+    boundary (a newline first when the file ends in a torn line, so the fragment stays a line of
+    its own); on a short write (a full disk) cut the file back so no torn line stays."""
     import fcntl
 
     try:
-        fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
+        fd = posix.open(path, _JOURNAL_FLAGS, FILE_MODE)
     except FileNotFoundError:
         try:
             _make_dirs(path.rpartition("/")[0])
-            fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
+            fd = posix.open(path, _JOURNAL_FLAGS, FILE_MODE)
         except OSError as exc:
             raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
     except OSError as exc:
         raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        size = posix.fstat(fd).st_size
+        if not _ends_a_line(fd, size):
+            line = b"\n" + line
         written = posix.write(fd, line)
         if written != len(line):
-            posix.ftruncate(fd, posix.fstat(fd).st_size - written)
+            posix.ftruncate(fd, size)
             raise HookFailure(f"short write to journal {path}: disk full?")
     except OSError as exc:
         raise HookFailure(f"cannot write journal {path}: {exc.strerror or exc}") from exc
     finally:
         posix.close(fd)
+
+
+def _ends_a_line(fd: int, size: int) -> bool:
+    """Same rule as ``fleet._journal.ends_a_line``: empty, or its last byte is a newline (one
+    pread; a file that cannot be read back, like a device, counts as ended)."""
+    if size <= 0:
+        return True
+    try:
+        return posix.pread(fd, 1, size - 1) in (b"\n", b"")
+    except OSError:
+        return True
 
 
 def _make_dirs(path: str) -> None:

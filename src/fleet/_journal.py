@@ -9,6 +9,7 @@ never hides the lines after it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
@@ -30,27 +31,45 @@ from fleet._home import (
 
 def append_line(path: Path, line: bytes) -> None:
     """Append one complete line (ending in a newline) atomically with respect to other
-    writers."""
+    writers.
+
+    The line always starts on a line boundary: if the file ends in a partial line (a writer
+    killed mid-write, a crash, a full disk), a newline is written first, so that fragment stays
+    a line of its own (read as unreadable, and counted) instead of swallowing this event."""
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise ValueError("a journal line is exactly one line ending in a newline")
     ensure_dir(path.parent)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        # Read access too: the last byte is read to find out whether the file ends a line.
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     except OSError as exc:
         raise JournalError(exc.errno, f"cannot open journal {path}: {exc.strerror}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        written = os.write(fd, line)
-        if written != len(line):
-            # A short write means the disk is full: cut the line back so no torn line stays.
-            os.ftruncate(fd, os.fstat(fd).st_size - written)
-            raise JournalError(28, f"short write to {path}: disk full?")
+        size = os.fstat(fd).st_size
+        data = line if ends_a_line(fd, size) else b"\n" + line
+        written = os.write(fd, data)
+        if written != len(data):
+            # A short write means the disk is full: cut the file back so no torn line stays.
+            os.ftruncate(fd, size)
+            raise JournalError(errno.ENOSPC, f"short write to {path}: disk full?")
     except OSError as exc:
         if isinstance(exc, JournalError):
             raise
         raise JournalError(exc.errno, f"cannot write journal {path}: {exc.strerror}") from exc
     finally:
         os.close(fd)
+
+
+def ends_a_line(fd: int, size: int) -> bool:
+    """Whether a file of ``size`` bytes open on ``fd`` is empty or ends in a newline (one
+    pread of its last byte; a file that cannot be read back, like a device, counts as ended)."""
+    if size <= 0:
+        return True
+    try:
+        return os.pread(fd, 1, size - 1) in (b"\n", b"")
+    except OSError:
+        return True
 
 
 def append(home: Path, worker: str, event: Event) -> None:
