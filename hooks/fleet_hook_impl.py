@@ -676,7 +676,8 @@ def _make_dirs(path: str) -> None:
     parent = path.rpartition("/")[0]
     if parent and parent != path:
         _make_dirs(parent)
-    try:  # noqa: SIM105 - contextlib is a costly import here
+    try:
         posix.mkdir(path, DIR_MODE)
     except FileExistsError:
-        pass
+        return
+    posix.chmod(path, DIR_MODE)  # exactly 0700, whatever bits the agent's umask took away

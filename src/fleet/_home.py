@@ -24,7 +24,24 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 
 
 def ensure_dir(path: Path) -> Path:
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    """Create ``path`` and whichever of its parents are missing, each 0700 whatever the umask
+    (``Path.mkdir(parents=True)`` would leave the parents at the umask's mode: FLEET_HOME and
+    ``workers/`` are usually such parents). Directories that exist are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if directory.is_dir():  # another process made it first
+                continue
+            raise
+        os.chmod(directory, DIR_MODE)  # exactly 0700, whatever bits the umask took away
     return path
 
 

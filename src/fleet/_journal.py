@@ -19,7 +19,6 @@ from fleet._core.events import Event, decode_line, encode_line
 from fleet._core.ids import validate_worker_id
 from fleet._errors import JournalError, UnknownWorker
 from fleet._home import (
-    DIR_MODE,
     FILE_MODE,
     ensure_dir,
     journal_path,
@@ -179,6 +178,4 @@ def iter_events(home: Path, worker: str) -> Iterator[tuple[int, Event]]:
 
 def prepare(home: Path, worker: str) -> Path:
     """Create the worker's directory (0700) and return its journal path."""
-    d = worker_dir(home, worker)
-    d.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    return d / "journal.jsonl"
+    return ensure_dir(worker_dir(home, worker)) / "journal.jsonl"

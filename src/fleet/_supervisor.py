@@ -47,7 +47,7 @@ import orjson
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
 from fleet._core.events import Exited, Started
-from fleet._home import DIR_MODE, FILE_MODE
+from fleet._home import FILE_MODE, ensure_dir
 
 SRC: Final = "headless"
 #: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
@@ -554,7 +554,7 @@ class Supervisor:
     def run(self) -> Exited:
         spec = self.spec
         out_dir = Path(spec.output_dir)
-        out_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        ensure_dir(out_dir)
         deadline = None if spec.timeout is None else self.clock.monotonic() + spec.timeout
         env = self.child_env()
         last: Outcome | None = None

@@ -52,7 +52,7 @@ from fleet._core.ids import validate_worker_id
 from fleet._errors import FleetError, Refused, SettingsError, ToolError
 from fleet._files import atomic_write
 from fleet._git import Git
-from fleet._home import DIR_MODE, FILE_MODE, resolve_home, worker_dir
+from fleet._home import DIR_MODE, FILE_MODE, ensure_dir, resolve_home, worker_dir
 from fleet._keys import parse_key_source, resolve_key
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
@@ -220,7 +220,7 @@ _converter = cattrs.Converter()
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     atomic_write(path, data, FILE_MODE, fsync=False)
 
 
@@ -545,7 +545,8 @@ class HeadlessAdapter:
         if config.exists():
             # A leftover dir may hold another login or session: never reuse one silently.
             raise Refused(f"config dir {config} already exists; remove it or pick another id")
-        config.mkdir(mode=DIR_MODE, parents=True)
+        ensure_dir(config.parent)
+        config.mkdir(mode=DIR_MODE)
         from fleet import _hooks
 
         if record.tool == "claude":
@@ -575,7 +576,7 @@ class HeadlessAdapter:
         if record.key_from is not None:
             key = resolve_key(record.key_from, environ=self.environ, runner=self.runner)
         state = self.state_dir(record.worker)
-        state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        ensure_dir(state)
         run = 1 + sum(1 for _ in state.glob("run-*.json"))
         spec = build_run(
             record, home=self.home, run=run, prompt=prompt, resume=resume, output_dir=state
@@ -1055,7 +1056,7 @@ def _profile_lock(home: Path, profile: str | None) -> Iterator[None]:
         yield
         return
     locks = home / "locks"
-    locks.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    ensure_dir(locks)
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in profile)
     fd = os.open(locks / f"profile-{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
