@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,21 +107,53 @@ def require(home: Path, worker: str) -> Path:
     return path
 
 
+#: Bytes at each end of the read part of a journal that its fingerprint covers.
+FINGERPRINT_WINDOW = 4096
+
+
+def fingerprint(fd: int, offset: int) -> str:
+    """A digest of the first ``offset`` bytes of the file open on ``fd``, as far as a cache can
+    afford: every byte when ``offset`` is at most twice FINGERPRINT_WINDOW, else the window at
+    each end (where a rewrite shows: the registration at the head, and the bytes just before
+    the offset, which a rewrite that adds or removes anything earlier shifts)."""
+    digest = hashlib.blake2b(offset.to_bytes(8, "little"), digest_size=16)
+    if offset <= 2 * FINGERPRINT_WINDOW:
+        digest.update(os.pread(fd, offset, 0))
+    else:
+        digest.update(os.pread(fd, FINGERPRINT_WINDOW, 0))
+        digest.update(os.pread(fd, FINGERPRINT_WINDOW, offset - FINGERPRINT_WINDOW))
+    return digest.hexdigest()
+
+
 class JournalReader:
     """Reads a journal incrementally from a saved byte offset.
 
     ``read()`` returns the complete lines appended since the last call as ``(seq, event)`` pairs.
     If the file shrank or was replaced, the reader starts over and ``reset`` is set, so the caller
-    knows to refold from scratch."""
+    knows to refold from scratch. A reader resumed from a saved offset is also given the
+    ``fingerprint`` of the bytes before it: a journal rewritten in place (same inode, as long or
+    longer, other bytes) does not match it, and the reader starts over too. ``missing`` says
+    that the journal was not there at the last read."""
 
-    __slots__ = ("ino", "offset", "path", "reset", "seq")
+    __slots__ = ("_verify", "fingerprint", "ino", "missing", "offset", "path", "reset", "seq")
 
-    def __init__(self, path: Path, *, offset: int = 0, seq: int = 0, ino: int | None = None):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        offset: int = 0,
+        seq: int = 0,
+        ino: int | None = None,
+        fingerprint: str | None = None,
+    ):
         self.path = path
         self.offset = offset
         self.seq = seq
         self.ino = ino
+        self.fingerprint = fingerprint
         self.reset = False
+        self.missing = False
+        self._verify = offset > 0
 
     def read(self) -> list[tuple[int, Event]]:
         """The complete lines appended since the last call, decoded, with their seq."""
@@ -134,25 +167,34 @@ class JournalReader:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
+            self.missing = True
             return self.seq, []
+        self.missing = False
         try:
             st = os.fstat(fd)
             if (self.ino is not None and st.st_ino != self.ino) or st.st_size < self.offset:
-                self.offset, self.seq, self.reset = 0, 0, True
+                self._start_over()
+            elif self._verify and fingerprint(fd, self.offset) != self.fingerprint:
+                self._start_over()  # rewritten in place: what was read is not there any more
+            self._verify = False
             self.ino = st.st_ino
             if st.st_size == self.offset:
                 return self.seq, []
             os.lseek(fd, self.offset, os.SEEK_SET)
             data = _read_all(fd, st.st_size - self.offset)
+            end = data.rfind(b"\n")
+            if end < 0:
+                return self.seq, []
+            self.offset += end + 1
+            self.fingerprint = fingerprint(fd, self.offset)
         finally:
             os.close(fd)
-        end = data.rfind(b"\n")
-        if end < 0:
-            return self.seq, []
-        self.offset += end + 1
         lines = data[:end].split(b"\n")
         first, self.seq = self.seq, self.seq + len(lines)
         return first, lines
+
+    def _start_over(self) -> None:
+        self.offset, self.seq, self.fingerprint, self.reset = 0, 0, None, True
 
 
 def _read_all(fd: int, size: int) -> bytes:
