@@ -75,10 +75,12 @@ class FoldCache:
         return workers if isinstance(workers, dict) else {}
 
     def save(self, entries: dict[str, Any]) -> None:
-        ensure_dir(self.path.parent)
         payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
-        # A cache is only ever a shortcut: losing it to a crash costs a replay, so no fsync.
+        # A cache is only ever a shortcut: losing it to a crash costs a replay, so no fsync;
+        # and a home that cannot be written (read-only, full) must not fail a command that
+        # only reads.
         with contextlib.suppress(OSError):
+            ensure_dir(self.path.parent)
             atomic_write(self.path, payload, FILE_MODE, fsync=False)
 
 

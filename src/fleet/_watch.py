@@ -129,6 +129,17 @@ def open_observer(root: Path, handler: FileSystemEventHandler, backend: Backend)
     return polling
 
 
+def _watch_root(home: Path) -> Path:
+    """``workers/``, created if need be; on a home that cannot be written (read-only, full)
+    and has no ``workers/`` yet, the home itself: a worker appearing there is still seen."""
+    try:
+        return ensure_dir(workers_dir(home))
+    except OSError:
+        if home.is_dir():
+            return home
+        raise
+
+
 class Watcher:
     """Follows a set of workers' journals and answers ``poll``, ``wait`` and ``transitions``.
 
@@ -155,7 +166,7 @@ class Watcher:
         self._dirty: set[str] = set()
         self._stats: dict[str, tuple[int, int, int]] = {}
         self._vanishing: dict[str, float] = {}
-        root = ensure_dir(workers_dir(ensure_dir(home)))
+        root = _watch_root(home)
         self._folded: dict[str, Folded] = load_folded(home, self._names)
         self._handler = _JournalEvents(root, self._mark_dirty)
         chosen = backend or os.environ.get("FLEET_WATCH_BACKEND", "auto")
