@@ -24,6 +24,10 @@ class UnknownWorker(FleetError, LookupError):
 class JournalError(FleetError, OSError):
     """A journal could not be written or read."""
 
+    def __str__(self) -> str:
+        # The message alone: OSError would put "[Errno 28]" before it.
+        return self.strerror if isinstance(self.strerror, str) else super().__str__()
+
 
 class SettingsError(FleetError, ValueError):
     """A settings, profiles or config file that cannot be used as it is."""

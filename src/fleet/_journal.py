@@ -13,6 +13,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +47,10 @@ def append_line(path: Path, line: bytes) -> None:
         raise JournalError(exc.errno, f"cannot open journal {path}: {exc.strerror}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if stat.S_ISFIFO(st.st_mode):  # a write could block, and no reader would see it
+            raise JournalError(errno.EINVAL, f"cannot write journal {path}: it is a FIFO")
+        size = st.st_size
         data = line if ends_a_line(fd, size) else b"\n" + line
         written = os.write(fd, data)
         if written != len(data):

@@ -44,9 +44,10 @@ import attrs
 import cattrs
 import orjson
 
-from fleet import _journal
+from fleet import _health, _journal
 from fleet._clock import Clock, SystemClock
 from fleet._core.events import Exited, Started
+from fleet._errors import JournalError
 from fleet._home import FILE_MODE, ensure_dir
 
 SRC: Final = "headless"
@@ -531,7 +532,13 @@ class Supervisor:
     # journaling -------------------------------------------------------------------------
 
     def _journal(self, event: Started | Exited) -> None:
-        _journal.append(self.home, self.spec.worker, event)
+        try:
+            _journal.append(self.home, self.spec.worker, event)
+        except JournalError as exc:
+            # The run goes on (the agent is working); the loss is marked where `fleet
+            # status` and `fleet doctor` see it, and logged.
+            _health.note_lost(self.home, self.spec.worker)
+            sys.stderr.write(f"supervisor: {_health.LOST_PREFIX}{exc}\n")
 
     def _exited(self, outcome: Outcome | None, *, reason: str | None, code: int | None) -> Exited:
         event = Exited(

@@ -23,16 +23,24 @@ import pytest
 
 from fleet import Fleet, HookEvent
 from fleet._home import cache_dir
+from fleet._hooks import hook_argv
 
-#: Drops the capabilities that let root ignore file modes, then runs fleet.
+#: Drops the capabilities that let root ignore file modes, then runs its arguments.
 _WITHOUT_DAC = """
 import ctypes, os, sys
 prctl = ctypes.CDLL(None, use_errno=True).prctl
 for cap in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
     if prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
         sys.exit("cannot drop capability %d: errno %d" % (cap, ctypes.get_errno()))
-os.execv(sys.executable, [sys.executable, "-m", "fleet", *sys.argv[1:]])
+os.execv(sys.argv[1], sys.argv[1:])
 """
+
+
+def held_to_modes(argv: Sequence[str]) -> list[str]:
+    """``argv``, run so that file modes apply to it even as root."""
+    if os.geteuid() != 0:
+        return list(argv)
+    return [sys.executable, "-c", _WITHOUT_DAC, *argv]
 
 
 @attrs.frozen
@@ -42,7 +50,8 @@ class ReadOnlyHome:
     scratch: Path
 
     def run(
-        self, *argv: str, env: dict[str, str] | None = None
+        self, *argv: str, env: dict[str, str] | None = None, stdin: str | None = None,
+        program: Sequence[str] = (sys.executable, "-m", "fleet"),
     ) -> subprocess.CompletedProcess[str]:
         full = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -52,10 +61,9 @@ class ReadOnlyHome:
             "LANG": "C.UTF-8",
             **(env or {}),
         }
-        prefix = ["-c", _WITHOUT_DAC] if os.geteuid() == 0 else ["-m", "fleet"]
         return subprocess.run(
-            [sys.executable, *prefix, *argv], env=full, capture_output=True, text=True,
-            timeout=120, check=False,
+            held_to_modes([*program, *argv]), env=full, capture_output=True, text=True,
+            timeout=120, check=False, input=stdin,
         )
 
     def snapshot(self) -> dict[str, tuple[int, int, int]]:
@@ -130,6 +138,28 @@ def test_read_only_commands_work_and_write_nothing(
         for line in done.stdout.splitlines() if argv[0] == "watch" else [done.stdout]:
             json.loads(line)
     assert ro_home.snapshot() == before
+
+
+def test_a_hook_on_a_read_only_home_is_silent_and_status_says_why(
+    ro_home: ReadOnlyHome,
+) -> None:
+    before = ro_home.snapshot()
+    payload = json.dumps({"hook_event_name": "Stop", "last_assistant_message": "hi"})
+    hook = ro_home.run(
+        "--tool", "claude", env={"FLEET_WORKER": "w2"}, stdin=payload,
+        program=hook_argv("claude", home=ro_home.path)[:-4],
+    )
+    assert (hook.returncode, hook.stdout, hook.stderr) == (0, "", "")
+    assert ro_home.snapshot() == before  # nothing could be written: the event is lost
+    status = ro_home.run("status")
+    assert status.returncode == 0
+    assert "note: " in status.stdout and "hook events cannot be recorded" in status.stdout
+    status = ro_home.run("status", "--json")
+    assert "fleet: note: " in status.stderr and "cannot be written" in status.stderr
+    doctor = ro_home.run("doctor", "--json")
+    problems = json.loads(doctor.stdout)["problems"]
+    assert doctor.returncode == 1
+    assert any("hook events cannot be recorded" in p for p in problems), problems
 
 
 def test_the_home_really_is_read_only(ro_home: ReadOnlyHome) -> None:
