@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,9 @@ class Fleet:
     """A coordinator's handle on one fleet home.
 
     Use it as a context manager; it owns the watcher threads that ``wait`` and ``watch`` start,
-    and stops and joins them on exit."""
+    and stops and joins them on exit. ``on_note`` is told, once, what a person should know about
+    how it watches (file events unavailable, so it polls); by default that is logged as a
+    warning on the ``fleet`` logger."""
 
     def __init__(
         self,
@@ -36,6 +38,7 @@ class Fleet:
         quiet_after: float = DEFAULT_QUIET_AFTER,
         src: str = "fleet",
         backend: Backend | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         self.home: Path = resolve_home(home)
         self.clock: Clock = clock or SystemClock()
@@ -44,6 +47,7 @@ class Fleet:
         self._closed = False
         self._watcher: Watcher | None = None
         self._backend = backend
+        self._on_note = on_note
 
     def __enter__(self) -> Fleet:
         return self
@@ -167,7 +171,8 @@ class Fleet:
             raise RuntimeError("this Fleet is closed")
         if self._watcher is None:
             self._watcher = Watcher(
-                self.home, clock=self.clock, policy=self.policy, backend=self._backend
+                self.home, clock=self.clock, policy=self.policy, backend=self._backend,
+                on_note=self._on_note,
             )
         return self._watcher
 

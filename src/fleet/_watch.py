@@ -10,6 +10,7 @@ in a loop: between events the waiting thread sleeps on a condition variable.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -44,6 +45,8 @@ from fleet._store import Folded, load_folded
 
 Backend = Literal["auto", "native", "polling"]
 SWEEP_INTERVAL: Final = 15.0
+#: How often the polling observer (the fallback when file events are unavailable) looks.
+POLL_INTERVAL: Final = 1.0
 #: How long a dead process's worker may take to journal its own exit before fleet calls it
 #: vanished (a supervisor writes ``exited`` a few milliseconds after its child ends).
 VANISH_GRACE: Final = 2.0
@@ -109,24 +112,40 @@ class _JournalEvents(FileSystemEventHandler):
             self.errors += 1
 
 
-def open_observer(root: Path, handler: FileSystemEventHandler, backend: Backend) -> BaseObserver:
+def open_observer(
+    root: Path,
+    handler: FileSystemEventHandler,
+    backend: Backend,
+    on_fallback: Callable[[str], None] | None = None,
+) -> BaseObserver:
     """Start an observer on ``root``: the native one, falling back to polling where native
-    file events are unavailable (or exhausted, like inotify's watch limit)."""
+    file events are unavailable or exhausted (inotify's watch or instance limit: watchdog
+    raises OSError), and saying so through ``on_fallback``. ``backend="native"`` raises
+    instead of falling back."""
     if backend != "polling":
         observer: BaseObserver = Observer()
         try:
             observer.schedule(handler, str(root), recursive=True, event_filter=_EVENT_FILTER)
             observer.start()
             return observer
-        except OSError:
+        except OSError as exc:
             if backend == "native":
                 raise
             with contextlib.suppress(Exception):
                 observer.stop()
-    polling = PollingObserver(timeout=1.0)
+            if on_fallback is not None:
+                on_fallback(
+                    f"file events are unavailable ({exc.strerror or exc}); watching "
+                    f"{root} by polling every {POLL_INTERVAL:g}s instead"
+                )
+    polling = PollingObserver(timeout=POLL_INTERVAL)
     polling.schedule(handler, str(root), recursive=True)
     polling.start()
     return polling
+
+
+def _log_note(text: str) -> None:
+    logging.getLogger("fleet").warning("%s", text)
 
 
 def _watch_root(home: Path) -> Path:
@@ -156,6 +175,7 @@ class Watcher:
         backend: Backend | None = None,
         sweep_interval: float = SWEEP_INTERVAL,
         liveness: bool = True,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         self.home = home
         self.clock: Clock = clock or SystemClock()
@@ -172,7 +192,14 @@ class Watcher:
         chosen = backend or os.environ.get("FLEET_WATCH_BACKEND", "auto")
         if chosen not in ("auto", "native", "polling"):
             chosen = "auto"
-        self._observer = open_observer(root, self._handler, chosen)  # type: ignore[arg-type]
+        reasons: list[str] = []
+        self._observer = open_observer(
+            root, self._handler, chosen, reasons.append  # type: ignore[arg-type]
+        )
+        #: Why file events are not used, when the native observer could not start.
+        self.fallback_reason: str | None = reasons[0] if reasons else None
+        if self.fallback_reason is not None:
+            (on_note or _log_note)(self.fallback_reason)
         self.backend = "polling" if isinstance(self._observer, PollingObserver) else "native"
         self._deaths: DeathWatch | None = DeathWatch(self._on_death) if liveness else None
         if self._deaths is not None:

@@ -107,8 +107,14 @@ def wait_json(result: WaitResult) -> dict[str, Any]:
     }
 
 
+def note(text: str) -> None:
+    """Tell the person at the terminal (stderr: the output is for programs)."""
+    sys.stderr.write(f"fleet: note: {text}\n")
+    sys.stderr.flush()
+
+
 def cmd_wait(args: argparse.Namespace) -> int:
-    with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
+    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note) as fleet:
         result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout)
         # Print before the watcher threads are stopped and joined: the coordinator reads the
         # output, not the exit.
@@ -153,7 +159,7 @@ def transition_json(t: Transition) -> dict[str, Any]:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
+    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note) as fleet:
         names = args.workers or None
         if args.json:
             for t in fleet.watch(names, timeout=args.timeout):
