@@ -21,6 +21,10 @@ class UnknownWorker(FleetError, LookupError):
     """No journal exists for this worker."""
 
 
+class JournalGone(UnknownWorker):
+    """A worker's journal disappeared (deleted, moved away) while fleet was following it."""
+
+
 class JournalError(FleetError, OSError):
     """A journal could not be written or read."""
 

@@ -13,8 +13,8 @@ from fleet._clock import Clock, SystemClock
 from fleet._core.events import Attached, Event, FollowUpSent, Registered, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import UnknownWorker
-from fleet._home import resolve_home
+from fleet._errors import JournalGone, UnknownWorker
+from fleet._home import journal_path, resolve_home
 from fleet._store import load_states
 from fleet._watch import Backend, Transition, WaitResult, Watcher
 
@@ -189,7 +189,7 @@ class Fleet:
         not retired."""
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
-        return self._open_watcher().poll(marks, names)
+        return self._present(self._open_watcher().poll(marks, names))
 
     def wait(
         self,
@@ -200,10 +200,22 @@ class Fleet:
     ) -> WaitResult:
         """Block until at least one of ``workers`` (default: every worker that is not retired)
         needs attention: stopped, quiet, blocked, done or gone, with a mark not in ``seen`` and
-        not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds."""
+        not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds.
+        Raises :class:`JournalGone` at once when the journal of a worker named in ``workers``
+        disappears."""
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
-        return self._open_watcher().wait(marks, timeout, names)
+        return self._present(self._open_watcher().wait(marks, timeout, names))
+
+    def _present(self, result: WaitResult) -> WaitResult:
+        if result.missing:
+            gone = ", ".join(result.missing)
+            path = journal_path(self.home, result.missing[0])
+            raise JournalGone(
+                f"the journal of worker {gone} disappeared ({path} is gone): nothing left to "
+                "wait for"
+            )
+        return result
 
     def watch(
         self,

@@ -21,6 +21,7 @@ from typing import Final, Literal
 import attrs
 from watchdog.events import (
     DirCreatedEvent,
+    DirDeletedEvent,
     DirMovedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -60,6 +61,8 @@ class WaitResult:
     timed_out: bool
     attention: tuple[WorkerState, ...]
     workers: tuple[WorkerState, ...] = ()
+    #: Workers asked for by name whose journal is gone (deleted or moved away while followed).
+    missing: tuple[str, ...] = ()
 
     @property
     def marks(self) -> tuple[str, ...]:
@@ -85,6 +88,7 @@ _EVENT_FILTER: Final = [
     FileDeletedEvent,
     DirCreatedEvent,
     DirMovedEvent,
+    DirDeletedEvent,  # a worker's directory moved out of workers/ (a lone IN_MOVED_FROM)
 ]
 
 
@@ -186,6 +190,7 @@ class Watcher:
         self._dirty: set[str] = set()
         self._stats: dict[str, tuple[int, int, int]] = {}
         self._vanishing: dict[str, float] = {}
+        self._missing: set[str] = set()
         root = _watch_root(home)
         self._folded: dict[str, Folded] = load_folded(home, self._names)
         self._handler = _JournalEvents(root, self._mark_dirty)
@@ -272,18 +277,26 @@ class Watcher:
                 folded = self._folded[worker] = load_folded(self.home, [worker])[worker]
             else:
                 folded.advance()
+            if folded.reader.missing:
+                self._missing.add(worker)
+            else:
+                self._missing.discard(worker)
             self._follow_process(folded)
         self._settle_vanishing()
 
     def _sweep(self) -> set[str]:
         """The safety net: stat every journal and report those that changed."""
         self._last_sweep = self.clock.monotonic()
-        names = list(self._folded) if self._names is not None else list_workers(self.home)
+        names = list(self._folded)
+        if self._names is None:
+            names += [w for w in list_workers(self.home) if w not in self._folded]
         changed: set[str] = set()
         for worker in names:
             try:
                 st = os.stat(journal_path(self.home, worker))
             except OSError:
+                if worker not in self._missing:
+                    changed.add(worker)  # its journal went away: the refresh will see that
                 continue
             key = (st.st_ino, st.st_size, st.st_mtime_ns)
             if self._stats.get(worker) != key:
@@ -329,15 +342,17 @@ class Watcher:
 
     def poll(self, seen: Iterable[str] = (), only: Iterable[str] | None = None) -> WaitResult:
         """Who needs attention right now (among ``only``, when given); never blocks."""
-        states = self.states(seen)
+        states = [s for s in self.states(seen) if s.worker not in self._missing]
+        missing: tuple[str, ...] = ()
         if only is not None:
-            wanted = set(only)
+            wanted = list(dict.fromkeys(only))
+            missing = tuple(w for w in wanted if w in self._missing)
             states = [s for s in states if s.worker in wanted]
         elif self._names is None:
             states = [s for s in states if s.state != "retired"]
         live = tuple(states)
         attention = tuple(s for s in live if s.needs_attention)
-        return WaitResult(timed_out=False, attention=attention, workers=live)
+        return WaitResult(timed_out=False, attention=attention, workers=live, missing=missing)
 
     def wait(
         self,
@@ -346,13 +361,14 @@ class Watcher:
         only: Iterable[str] | None = None,
     ) -> WaitResult:
         """Block until at least one followed worker (among ``only``, when given) needs
-        attention, or ``timeout`` seconds pass."""
+        attention, or ``timeout`` seconds pass, or the journal of a worker in ``only``
+        disappears (``missing``)."""
         marks = frozenset(seen)
         wanted = None if only is None else list(only)
         deadline = None if timeout is None else self.clock.monotonic() + timeout
         while True:
             result = self.poll(marks, wanted)
-            if result.attention or self._closed:
+            if result.attention or result.missing or self._closed:
                 return result
             now = self.clock.monotonic()
             if deadline is not None and now >= deadline:

@@ -35,7 +35,8 @@ Run it as a background task while workers work. It wakes within milliseconds of 
 that matters (file events, not polling), and fires `quiet` at the --quiet-after deadline without
 any new event.
 
-exit codes: 0 attention, 3 timeout (nothing needed attention), 1 error.
+exit codes: 0 attention, 3 timeout (nothing needed attention), 1 error (also at once when
+the journal of a worker named here disappears while waiting).
 """
 
 
