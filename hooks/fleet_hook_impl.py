@@ -63,6 +63,20 @@ HOOK_FIELDS = (
 SCHEMA_VERSION = 1
 SOURCES = ("claude", "codex")
 
+#: Variables that carry an agent's credentials: their values never reach a journal, even when
+#: the agent prints them (FLEET_SECRET_VARS may name more: a worker's own key variable).
+SECRET_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_REFRESH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "FLEET_ENDPOINT_API_KEY",
+)
+#: Shorter values are not redacted (fleet._redact.MIN_SECRET): no real key is that short.
+MIN_SECRET = 8
+REDACTED = b"[redacted]"
 #: Bytes of stdin kept and parsed; anything beyond is drained (up to DRAIN_LIMIT) and dropped.
 READ_LIMIT = 1 << 20
 DRAIN_LIMIT = 64 << 20
@@ -380,7 +394,26 @@ def _drain_stdin() -> None:
 
 def _read_payload() -> "tuple[dict[str, Any], bool]":
     data, complete = _read_stdin(READ_LIMIT)
-    return parse_payload(data), complete
+    return parse_payload(redact_secrets(data)), complete
+
+
+def redact_secrets(data: bytes) -> bytes:
+    """``data`` with the value of every credential variable in the environment (SECRET_VARS,
+    and those FLEET_SECRET_VARS names) replaced, before anything is cut or recorded: an agent
+    that prints its key (in its final message, say) does not put it in the journal. Costs a
+    few dictionary lookups when no such variable is set."""
+    env = posix.environ
+    names = list(SECRET_VARS)
+    extra = env.get(b"FLEET_SECRET_VARS")
+    if extra:
+        names += extra.decode("utf-8", "replace").split(",")
+    values = {env.get(name.encode("utf-8", "replace")) for name in names}
+    for value in sorted((v for v in values if v and len(v) >= MIN_SECRET), key=len, reverse=True):
+        # As JSON writes it: only quotes and backslashes are escaped in a key-like value.
+        for form in (value, value.replace(b"\\", b"\\\\").replace(b'"', b'\\"')):
+            if form in data:
+                data = data.replace(form, REDACTED)
+    return data
 
 
 class _ScanContext:
