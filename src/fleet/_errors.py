@@ -37,6 +37,10 @@ class SettingsError(FleetError, ValueError):
     """A settings, profiles or config file that cannot be used as it is."""
 
 
+class MissingInput(SettingsError, FileNotFoundError):
+    """A file fleet was pointed at (a brief, a follow-up, a task list) does not exist."""
+
+
 class ToolError(FleetError, RuntimeError):
     """An outside tool (git, clausona, superset, herdr, an agent CLI) failed."""
 

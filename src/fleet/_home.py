@@ -13,13 +13,19 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
+def expand(path: str | os.PathLike[str]) -> Path:
+    """``path`` with ``~`` and ``~user`` expanded as a shell would; an unknown user leaves it
+    as it is (``Path.expanduser`` raises RuntimeError instead)."""
+    return Path(os.path.expanduser(path))
+
+
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The fleet home: ``home`` if given, else ``$FLEET_HOME``, else the user state dir."""
     if home is not None:
-        return Path(home).expanduser().absolute()
+        return expand(home).absolute()
     env = os.environ.get("FLEET_HOME")
     if env:
-        return Path(env).expanduser().absolute()
+        return expand(env).absolute()
     return platformdirs.user_state_path("fleet").absolute()
 
 

@@ -21,11 +21,14 @@ from typing import Any, Final
 import orjson
 
 from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
-from fleet._files import atomic_write
+from fleet._errors import SettingsError
+from fleet._files import atomic_write, read_input
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
 from fleet._journal import JournalReader, list_workers
 
 CACHE_VERSION: Final = 2
+#: A cache larger than this is not read (a replay is slower, never wrong).
+CACHE_LIMIT: Final = 256 << 20
 
 
 class Folded:
@@ -66,20 +69,20 @@ class FoldCache:
 
     def load(self) -> dict[str, Any]:
         try:
-            data = orjson.loads(self.path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return {}
+            data = orjson.loads(read_input(self.path, "fold cache", limit=CACHE_LIMIT) or b"")
+        except (SettingsError, orjson.JSONDecodeError):
+            return {}  # no cache, or one that is not fleet's: a replay is always right
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             return {}
         workers = data.get("workers")
         return workers if isinstance(workers, dict) else {}
 
     def save(self, entries: dict[str, Any]) -> None:
-        payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
         # A cache is only ever a shortcut: losing it to a crash costs a replay, so no fsync;
-        # and a home that cannot be written (read-only, full) must not fail a command that
-        # only reads.
-        with contextlib.suppress(OSError):
+        # and a home that cannot be written (read-only, full), or a fold orjson cannot write,
+        # must not fail a command that only reads.
+        with contextlib.suppress(OSError, TypeError):
+            payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
             ensure_dir(self.path.parent)
             atomic_write(self.path, payload, FILE_MODE, fsync=False)
 

@@ -404,12 +404,14 @@ def _odd_journals(home: Path) -> list[str]:
 
 
 def _read_hook_errors(path: Path) -> list[str]:
+    from fleet._files import read_input
+
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        data = read_input(path, "hook error log", limit=64 << 20, missing_ok=True)
+    except SettingsError as exc:
+        return [str(exc)]
+    if data is None:
         return []
-    except OSError as exc:
-        return [f"cannot read {path}: {exc.strerror or exc}"]
     return [ln.decode("utf-8", "replace") for ln in data.splitlines() if ln.strip()]
 
 
