@@ -220,7 +220,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         return Exit.OK
     for seq, event in enumerate(events):
         kind = event_type(event)
-        when = time.strftime("%H:%M:%S", time.localtime(event.ts)) if event.ts else "--:--:--"
+        when = _clock_time(event.ts)
         try:
             fields = {k: v for k, v in encode_obj(event).items() if k not in ("v", "ts", "type")}
         except ValueError:
@@ -228,6 +228,14 @@ def cmd_log(args: argparse.Namespace) -> int:
         detail = " ".join(f"{k}={one_line(str(v), 60)}" for k, v in fields.items())
         print(f"{seq:>5}  {when}  {kind:<18} {detail}")
     return Exit.OK
+
+
+def _clock_time(ts: float | None) -> str:
+    """HH:MM:SS of ``ts``; dashes when there is none, or it is no time a clock can show."""
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(ts)) if ts else "--:--:--"
+    except (OverflowError, OSError, ValueError):
+        return "--:--:--"
 
 
 def cmd_seen(args: argparse.Namespace) -> int:
