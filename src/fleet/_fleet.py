@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -13,13 +14,23 @@ from fleet._clock import Clock, SystemClock
 from fleet._core.events import Attached, Event, FollowUpSent, Registered, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import JournalGone, UnknownWorker
-from fleet._home import journal_path, resolve_home
+from fleet._errors import JournalGone, SettingsError, UnknownWorker
+from fleet._home import journal_path, resolve_home, worker_dir
 from fleet._store import load_states
 from fleet._watch import Backend, Transition, WaitResult, Watcher
 
 if TYPE_CHECKING:
     from fleet.adapters.headless import FanOutResult
+
+
+def _check_text(value: str | None) -> None:
+    """A value for the journal: JSON text, so valid Unicode (no lone surrogate)."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingsError(f"{value!r} is not valid UTF-8 text") from None
 
 
 class Fleet:
@@ -87,26 +98,34 @@ class Fleet:
         base: str | None = None,
         task: str | None = None,
     ) -> WorkerState:
-        """Register a worker and the worktree its sessions run in."""
+        """Register a worker and the worktree its sessions run in. Everything is checked before
+        anything is written, and a registration that fails half-way takes back what it wrote
+        for a new worker: no phantom worker is left behind."""
         validate_worker_id(worker)
-        path = os.path.realpath(os.fspath(worktree))
-        self.record(
-            worker,
-            Registered(
-                ts=self.clock.now(),
-                src=self.src,
-                tool=tool,
-                profile=profile,
-                model=model,
-                adapter=adapter,
-                handle=dict(handle or {}),
-                worktree=path,
-                branch=branch,
-                base=base,
-                task=task,
-            ),
+        path = _journal.check_worktree_path(os.path.realpath(os.fspath(worktree)))
+        for value in (tool, profile, model, adapter, branch, base, task, *(handle or {}).values()):
+            _check_text(value)
+        event = Registered(
+            ts=self.clock.now(),
+            src=self.src,
+            tool=tool,
+            profile=profile,
+            model=model,
+            adapter=adapter,
+            handle=dict(handle or {}),
+            worktree=path,
+            branch=branch,
+            base=base,
+            task=task,
         )
-        _journal.index_worktree(self.home, worker, path)
+        is_new = not _journal.exists(self.home, worker)
+        try:
+            self.record(worker, event)
+            _journal.index_worktree(self.home, worker, path)
+        except BaseException:
+            if is_new:
+                shutil.rmtree(worker_dir(self.home, worker), ignore_errors=True)
+            raise
         return self.state(worker)
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:

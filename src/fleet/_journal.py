@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fleet._core.events import Event, decode_line, encode_line
 from fleet._core.ids import validate_worker_id
-from fleet._errors import JournalError, UnknownWorker
+from fleet._errors import JournalError, SettingsError, UnknownWorker
 from fleet._home import (
     FILE_MODE,
     ensure_dir,
@@ -84,10 +84,20 @@ def append(home: Path, worker: str, event: Event) -> None:
 def index_worktree(home: Path, worker: str, worktree: str) -> None:
     """Record that sessions under ``worktree`` belong to ``worker`` (read by the hook)."""
     validate_worker_id(worker)
-    path = os.path.realpath(worktree)
-    if "\t" in path or "\n" in path:
-        raise ValueError(f"worktree path {worktree!r} contains a tab or newline")
+    path = check_worktree_path(os.path.realpath(worktree))
     append_line(worktree_index_path(ensure_dir(home)), f"{path}\t{worker}\n".encode())
+
+
+def check_worktree_path(path: str) -> str:
+    """``path`` if worktrees.tsv can hold it (a line of ``<path>\\t<worker>``, UTF-8), else a
+    SettingsError (a ValueError) saying why."""
+    if "\t" in path or "\n" in path or "\r" in path:
+        raise SettingsError(f"worktree path {path!r} contains a tab or a line break")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingsError(f"worktree path {path!r} is not valid UTF-8") from None
+    return path
 
 
 def list_workers(home: Path) -> list[str]:

@@ -570,6 +570,11 @@ class Supervisor:
         self._journal(event)
         return event
 
+    def failed(self, why: str) -> Exited:
+        """Journal that the run ended in an error of the supervisor's own."""
+        outcome = Outcome(kind="error", exit_code=None, is_error=True, result=why[:2000])
+        return self._exited(outcome, reason="error", code=None)
+
     # the run ----------------------------------------------------------------------------
 
     def run(self) -> Exited:
@@ -597,12 +602,13 @@ class Supervisor:
             with _agent_output(stem, self._secrets) as (out, err):
                 try:
                     proc = self.spawn(argv, spec.cwd, env, out, err)
-                except OSError as exc:
+                except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv or env
+                    cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                     outcome = Outcome(
                         kind="error",
                         exit_code=127,
                         is_error=True,
-                        result=f"cannot start {argv[0]}: {exc.strerror or exc}",
+                        result=f"cannot start {argv[0]}: {cause}",
                     )
                     return self._exited(outcome, reason="error", code=127)
                 self._journal(
@@ -848,6 +854,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sup.request_stop()
     try:
         done = sup.run()
+    except Exception as exc:
+        # Whatever went wrong, the worker must not stay `starting` forever: journal the end.
+        sup.log(f"failed: {type(exc).__name__}: {exc}")
+        done = sup.failed(f"the supervisor failed: {type(exc).__name__}: {exc}")
     finally:
         sup.close()
     sys.stderr.write(
