@@ -13,10 +13,13 @@ Rules it lives by, because it runs inside the agent on every tool call:
 - prints nothing, always exits 0, reads a bounded amount of stdin, survives any input;
 - a session that belongs to no worker writes nothing and returns as early as it can (before
   parsing the payload when ``CLAUDE_PROJECT_DIR`` already shows it);
-- failures go, one bounded JSON line each, to ``$FLEET_HOME/hook-errors.log`` (``fleet doctor``).
+- failures go, one bounded JSON line each, to ``$FLEET_HOME/hook-errors.log`` (``fleet doctor``);
+  an event that could not be journaled also touches the worker's ``events-lost`` marker, an
+  empty file that fits where that line may not (``fleet status`` shows it).
 
 The journal append mirrors ``fleet._journal.append_line``: directories 0700, file 0600,
-``O_APPEND``, an exclusive ``flock`` and one ``write(2)`` of the whole line.
+``O_APPEND``, an exclusive ``flock``, a newline first if the file ends in a torn line, and one
+``write(2)`` of the whole line.
 """
 
 import posix
@@ -66,6 +69,20 @@ DERIVED_FIELDS = ("detail", "origin", "agent_pid", "agent_start")
 SCHEMA_VERSION = 1
 SOURCES = ("claude", "codex")
 
+#: Variables that carry an agent's credentials: their values never reach a journal, even when
+#: the agent prints them (FLEET_SECRET_VARS may name more: a worker's own key variable).
+SECRET_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_REFRESH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "FLEET_ENDPOINT_API_KEY",
+)
+#: Shorter values are not redacted (fleet._redact.MIN_SECRET): no real key is that short.
+MIN_SECRET = 8
+REDACTED = b"[redacted]"
 #: Bytes of stdin kept and parsed; anything beyond is drained (up to DRAIN_LIMIT) and dropped.
 READ_LIMIT = 1 << 20
 DRAIN_LIMIT = 64 << 20
@@ -82,11 +99,24 @@ ERROR_LINE_LIMIT = 1000
 #: hook-errors.log stops growing at this size, so a hook failing on every call cannot fill a disk.
 ERROR_LOG_LIMIT = 1 << 20
 
+#: Every hook-errors.log message about an event that was not journaled starts with this
+#: (``fleet._health.LOST_PREFIX`` must be equal: `fleet doctor` counts these).
+LOST_PREFIX = "event not recorded: "
+#: An empty file in the worker's directory, touched whenever one of its events is lost
+#: (``fleet._health.LOST_MARKER`` must be equal: `fleet status` reports it).
+LOST_MARKER = "events-lost"
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-_APPEND_FLAGS = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC
+#: Journals are opened for reading too: the last byte tells whether the file ends a line (and
+#: a FIFO opened for writing only would block until someone reads it).
+_JOURNAL_FLAGS = posix.O_RDWR | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC
+_MARKER_FLAGS = (
+    posix.O_RDONLY | posix.O_CREAT | posix.O_NONBLOCK | posix.O_NOFOLLOW | posix.O_CLOEXEC
+)
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
+_S_IFIFO = 0o010000
 _WORKER_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _WORKER_CHARS = _WORKER_FIRST | frozenset("._-")
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CRED", "SESSION", "COOKIE")
@@ -146,19 +176,15 @@ class _Context:
                 ("type", self.event),
                 ("error", " ".join(error.split())[:ERROR_LINE_LIMIT]),
             ]
-            import fcntl
-
             line = _encode_object(fields).encode() + b"\n"
             path = self.home + "/hook-errors.log"
             try:
-                fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
+                fd = posix.open(path, _JOURNAL_FLAGS, FILE_MODE)
             except FileNotFoundError:
                 _make_dirs(self.home)
-                fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
+                fd = posix.open(path, _JOURNAL_FLAGS, FILE_MODE)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                if posix.fstat(fd).st_size < ERROR_LOG_LIMIT:
-                    posix.write(fd, line)
+                write_line(fd, line, ERROR_LOG_LIMIT)
             finally:
                 posix.close(fd)
         except Exception:  # nowhere left to report to
@@ -541,7 +567,26 @@ def _drain_stdin() -> None:
 
 def _read_payload() -> "tuple[dict[str, Any], bool]":
     data, complete = _read_stdin(READ_LIMIT)
-    return parse_payload(data), complete
+    return parse_payload(redact_secrets(data)), complete
+
+
+def redact_secrets(data: bytes) -> bytes:
+    """``data`` with the value of every credential variable in the environment (SECRET_VARS,
+    and those FLEET_SECRET_VARS names) replaced, before anything is cut or recorded: an agent
+    that prints its key (in its final message, say) does not put it in the journal. Costs a
+    few dictionary lookups when no such variable is set."""
+    env = posix.environ
+    names = list(SECRET_VARS)
+    extra = env.get(b"FLEET_SECRET_VARS")
+    if extra:
+        names += extra.decode("utf-8", "replace").split(",")
+    values = {env.get(name.encode("utf-8", "replace")) for name in names}
+    for value in sorted((v for v in values if v and len(v) >= MIN_SECRET), key=len, reverse=True):
+        # As JSON writes it: only quotes and backslashes are escaped in a key-like value.
+        for form in (value, value.replace(b"\\", b"\\\\").replace(b'"', b'\\"')):
+            if form in data:
+                data = data.replace(form, REDACTED)
+    return data
 
 
 class _ScanContext:
@@ -830,28 +875,77 @@ def journal_path(home: str, worker: str) -> str:
 
 
 def append_line(path: str, line: bytes) -> None:
-    """Append one whole line under an exclusive flock with a single write(2); on a short write
-    (a full disk) cut the file back so no torn line stays."""
+    """Append one whole line to a journal (see ``write_line``). When that fails (a full disk,
+    a read-only home, a journal that is not a file), the failure is raised as a HookFailure
+    whose message starts with LOST_PREFIX, and the worker's LOST_MARKER is touched: the event
+    is lost, and ``fleet status`` and ``fleet doctor`` say so even if hook-errors.log cannot be
+    written either."""
+    try:
+        try:
+            fd = posix.open(path, _JOURNAL_FLAGS, FILE_MODE)
+        except FileNotFoundError:
+            _make_dirs(path.rpartition("/")[0])
+            fd = posix.open(path, _JOURNAL_FLAGS, FILE_MODE)
+    except OSError as exc:
+        _note_lost(path)
+        why = exc.strerror or exc
+        raise HookFailure(f"{LOST_PREFIX}cannot open journal {path}: {why}") from exc
+    try:
+        if not write_line(fd, line):
+            raise OSError(f"{path} is not a regular file")
+    except OSError as exc:
+        _note_lost(path)
+        why = exc.strerror or exc
+        raise HookFailure(f"{LOST_PREFIX}cannot write journal {path}: {why}") from exc
+    finally:
+        posix.close(fd)
+
+
+def write_line(fd: int, line: bytes, limit: int | None = None) -> bool:
+    """Append ``line`` to the file open on ``fd`` as fleet's journals are written: under an
+    exclusive flock, with a single write(2), starting on a line boundary (a newline first when
+    the file ends in a torn line, so the fragment stays a line of its own). A short write (a
+    full disk) is cut back, so no torn line stays, and raised. Returns False, writing nothing,
+    for a FIFO (a write could block the agent) or a file already ``limit`` bytes long."""
     import fcntl
 
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    st = posix.fstat(fd)
+    if st.st_mode & _S_IFMT == _S_IFIFO or (limit is not None and st.st_size >= limit):
+        return False
+    if not _ends_a_line(fd, st.st_size):
+        line = b"\n" + line
+    written = posix.write(fd, line)
+    if written != len(line):
+        posix.ftruncate(fd, st.st_size)
+        raise OSError("short write: disk full?")
+    return True
+
+
+def _ends_a_line(fd: int, size: int) -> bool:
+    """Same rule as ``fleet._journal.ends_a_line``: empty, or its last byte is a newline (one
+    pread; a file that cannot be read back, like a device, counts as ended)."""
+    if size <= 0:
+        return True
     try:
-        fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
-    except FileNotFoundError:
-        try:
-            _make_dirs(path.rpartition("/")[0])
-            fd = posix.open(path, _APPEND_FLAGS, FILE_MODE)
-        except OSError as exc:
-            raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
-    except OSError as exc:
-        raise HookFailure(f"cannot open journal {path}: {exc.strerror or exc}") from exc
+        return posix.pread(fd, 1, size - 1) in (b"\n", b"")
+    except OSError:
+        return True
+
+
+def _note_lost(journal: str) -> None:
+    """Touch the worker's LOST_MARKER: an empty file, so it can be made where nothing else
+    fits (a full disk, a file size limit); its mtime is when the last event was lost."""
+    marker = journal.rpartition("/")[0] + "/" + LOST_MARKER
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        written = posix.write(fd, line)
-        if written != len(line):
-            posix.ftruncate(fd, posix.fstat(fd).st_size - written)
-            raise HookFailure(f"short write to journal {path}: disk full?")
-    except OSError as exc:
-        raise HookFailure(f"cannot write journal {path}: {exc.strerror or exc}") from exc
+        # Non-blocking and not following links: whatever sits there, this never hangs.
+        fd = posix.open(marker, _MARKER_FLAGS, FILE_MODE)
+    except OSError:
+        return
+    try:
+        posix.utime(fd)
+    except OSError:
+        pass
     finally:
         posix.close(fd)
 
@@ -867,7 +961,8 @@ def _make_dirs(path: str) -> None:
     parent = path.rpartition("/")[0]
     if parent and parent != path:
         _make_dirs(parent)
-    try:  # noqa: SIM105 - contextlib is a costly import here
+    try:
         posix.mkdir(path, DIR_MODE)
     except FileExistsError:
-        pass
+        return
+    posix.chmod(path, DIR_MODE)  # exactly 0700, whatever bits the agent's umask took away

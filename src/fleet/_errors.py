@@ -21,12 +21,24 @@ class UnknownWorker(FleetError, LookupError):
     """No journal exists for this worker."""
 
 
+class JournalGone(UnknownWorker):
+    """A worker's journal disappeared (deleted, moved away) while fleet was following it."""
+
+
 class JournalError(FleetError, OSError):
     """A journal could not be written or read."""
+
+    def __str__(self) -> str:
+        # The message alone: OSError would put "[Errno 28]" before it.
+        return self.strerror if isinstance(self.strerror, str) else super().__str__()
 
 
 class SettingsError(FleetError, ValueError):
     """A settings, profiles or config file that cannot be used as it is."""
+
+
+class MissingInput(SettingsError, FileNotFoundError):
+    """A file fleet was pointed at (a brief, a follow-up, a task list) does not exist."""
 
 
 class ToolError(FleetError, RuntimeError):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -13,8 +14,8 @@ from fleet._clock import Clock, SystemClock
 from fleet._core.events import Attached, Event, FollowUpSent, Registered, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import UnknownWorker
-from fleet._home import resolve_home
+from fleet._errors import JournalGone, SettingsError, UnknownWorker
+from fleet._home import journal_path, resolve_home, worker_dir
 from fleet._store import load_states
 from fleet._watch import Backend, Transition, WaitResult, Watcher
 
@@ -22,11 +23,23 @@ if TYPE_CHECKING:
     from fleet.adapters.headless import FanOutResult
 
 
+def _check_text(value: str | None) -> None:
+    """A value for the journal: JSON text, so valid Unicode (no lone surrogate)."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingsError(f"{value!r} is not valid UTF-8 text") from None
+
+
 class Fleet:
     """A coordinator's handle on one fleet home.
 
     Use it as a context manager; it owns the watcher threads that ``wait`` and ``watch`` start,
-    and stops and joins them on exit."""
+    and stops and joins them on exit. ``on_note`` is told, once, what a person should know about
+    how it watches (file events unavailable, so it polls); by default that is logged as a
+    warning on the ``fleet`` logger."""
 
     def __init__(
         self,
@@ -36,6 +49,7 @@ class Fleet:
         quiet_after: float = DEFAULT_QUIET_AFTER,
         src: str = "fleet",
         backend: Backend | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         self.home: Path = resolve_home(home)
         self.clock: Clock = clock or SystemClock()
@@ -44,6 +58,7 @@ class Fleet:
         self._closed = False
         self._watcher: Watcher | None = None
         self._backend = backend
+        self._on_note = on_note
 
     def __enter__(self) -> Fleet:
         return self
@@ -83,26 +98,34 @@ class Fleet:
         base: str | None = None,
         task: str | None = None,
     ) -> WorkerState:
-        """Register a worker and the worktree its sessions run in."""
+        """Register a worker and the worktree its sessions run in. Everything is checked before
+        anything is written, and a registration that fails half-way takes back what it wrote
+        for a new worker: no phantom worker is left behind."""
         validate_worker_id(worker)
-        path = os.path.realpath(os.fspath(worktree))
-        self.record(
-            worker,
-            Registered(
-                ts=self.clock.now(),
-                src=self.src,
-                tool=tool,
-                profile=profile,
-                model=model,
-                adapter=adapter,
-                handle=dict(handle or {}),
-                worktree=path,
-                branch=branch,
-                base=base,
-                task=task,
-            ),
+        path = _journal.check_worktree_path(os.path.realpath(os.fspath(worktree)))
+        for value in (tool, profile, model, adapter, branch, base, task, *(handle or {}).values()):
+            _check_text(value)
+        event = Registered(
+            ts=self.clock.now(),
+            src=self.src,
+            tool=tool,
+            profile=profile,
+            model=model,
+            adapter=adapter,
+            handle=dict(handle or {}),
+            worktree=path,
+            branch=branch,
+            base=base,
+            task=task,
         )
-        _journal.index_worktree(self.home, worker, path)
+        is_new = not _journal.exists(self.home, worker)
+        try:
+            self.record(worker, event)
+            _journal.index_worktree(self.home, worker, path)
+        except BaseException:
+            if is_new:
+                shutil.rmtree(worker_dir(self.home, worker), ignore_errors=True)
+            raise
         return self.state(worker)
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:
@@ -167,7 +190,8 @@ class Fleet:
             raise RuntimeError("this Fleet is closed")
         if self._watcher is None:
             self._watcher = Watcher(
-                self.home, clock=self.clock, policy=self.policy, backend=self._backend
+                self.home, clock=self.clock, policy=self.policy, backend=self._backend,
+                on_note=self._on_note,
             )
         return self._watcher
 
@@ -184,7 +208,7 @@ class Fleet:
         not retired."""
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
-        return self._open_watcher().poll(marks, names)
+        return self._present(self._open_watcher().poll(marks, names))
 
     def wait(
         self,
@@ -195,10 +219,22 @@ class Fleet:
     ) -> WaitResult:
         """Block until at least one of ``workers`` (default: every worker that is not retired)
         needs attention: stopped, quiet, blocked, done or gone, with a mark not in ``seen`` and
-        not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds."""
+        not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds.
+        Raises :class:`JournalGone` at once when the journal of a worker named in ``workers``
+        disappears."""
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
-        return self._open_watcher().wait(marks, timeout, names)
+        return self._present(self._open_watcher().wait(marks, timeout, names))
+
+    def _present(self, result: WaitResult) -> WaitResult:
+        if result.missing:
+            gone = ", ".join(result.missing)
+            path = journal_path(self.home, result.missing[0])
+            raise JournalGone(
+                f"the journal of worker {gone} disappeared ({path} is gone): nothing left to "
+                "wait for"
+            )
+        return result
 
     def watch(
         self,

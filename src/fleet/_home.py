@@ -13,18 +13,41 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
+def expand(path: str | os.PathLike[str]) -> Path:
+    """``path`` with ``~`` and ``~user`` expanded as a shell would; an unknown user leaves it
+    as it is (``Path.expanduser`` raises RuntimeError instead)."""
+    return Path(os.path.expanduser(path))
+
+
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The fleet home: ``home`` if given, else ``$FLEET_HOME``, else the user state dir."""
     if home is not None:
-        return Path(home).expanduser().absolute()
+        return expand(home).absolute()
     env = os.environ.get("FLEET_HOME")
     if env:
-        return Path(env).expanduser().absolute()
+        return expand(env).absolute()
     return platformdirs.user_state_path("fleet").absolute()
 
 
 def ensure_dir(path: Path) -> Path:
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    """Create ``path`` and whichever of its parents are missing, each 0700 whatever the umask
+    (``Path.mkdir(parents=True)`` would leave the parents at the umask's mode: FLEET_HOME and
+    ``workers/`` are usually such parents). Directories that exist are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if directory.is_dir():  # another process made it first
+                continue
+            raise
+        os.chmod(directory, DIR_MODE)  # exactly 0700, whatever bits the umask took away
     return path
 
 

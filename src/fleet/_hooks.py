@@ -31,8 +31,8 @@ import tomlkit
 import tomlkit.exceptions
 
 from fleet._errors import SettingsError, ToolError
-from fleet._files import atomic_write
-from fleet._home import resolve_home
+from fleet._files import atomic_write, read_input
+from fleet._home import expand, resolve_home
 from fleet._runner import Runner, SubprocessRunner
 
 Tool = Literal["claude", "codex"]
@@ -241,12 +241,12 @@ def claude_target(
     config_dir: str | os.PathLike[str], profile: str | None = None, *,
     claude_version: str | None = None,
 ) -> Target:
-    path = Path(config_dir).expanduser().absolute()
+    path = expand(config_dir).absolute()
     return Target(tool="claude", config_dir=path, profile=profile, claude_version=claude_version)
 
 
 def codex_target(codex_home: str | os.PathLike[str], profile: str | None = None) -> Target:
-    path = Path(codex_home).expanduser().absolute()
+    path = expand(codex_home).absolute()
     return Target(tool="codex", config_dir=path, profile=profile)
 
 
@@ -256,21 +256,18 @@ def codex_target(codex_home: str | os.PathLike[str], profile: str | None = None)
 def read_json_object(path: Path) -> tuple[dict[str, Any], bytes | None]:
     """A JSON object file and its raw bytes (None when the file does not exist). Anything else
     is refused, so the caller never writes over a file it could not understand."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_input(path, "config file", missing_ok=True)
+    if raw is None:
         return {}, None
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not raw.strip():
         return {}, raw
     try:
         data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # also a number too long, nesting too deep
         where = (
             f" (line {exc.lineno} column {exc.colno}: {exc.msg})"
             if isinstance(exc, json.JSONDecodeError)
-            else ""
+            else " (nested too deeply)" if isinstance(exc, RecursionError) else ""
         )
         raise SettingsError(f"{path} is not valid JSON{where}; left it untouched") from None
     if not isinstance(data, dict):
@@ -302,16 +299,15 @@ def write_file(path: Path, content: bytes, *, backup: bool = True) -> Path | Non
 
 
 def read_toml(path: Path) -> tuple[tomlkit.TOMLDocument, bytes | None]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_input(path, "config file", missing_ok=True)
+    if raw is None:
         return tomlkit.document(), None
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         return tomlkit.parse(raw.decode("utf-8")), raw
-    except (tomlkit.exceptions.TOMLKitError, UnicodeDecodeError) as exc:
-        detail = " ".join(str(exc).split())
+    except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else " ".join(
+            str(exc).split()
+        )[:200]
         raise SettingsError(f"{path} is not valid TOML ({detail}); left it untouched") from None
 
 

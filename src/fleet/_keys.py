@@ -37,16 +37,32 @@ class KeySource:
     def __str__(self) -> str:
         return f"{self.kind}:{self.ref}"
 
+    @property
+    def shown(self) -> str:
+        """The source as error messages name it: a command by its program only, since the
+        rest of a command line may hold a key (``command:printf sk-...``)."""
+        if self.kind != "command":
+            return str(self)
+        program, _, rest = self.ref.strip().partition(" ")
+        return f"command:{program}{' …' if rest.strip() else ''}"
+
+
+#: Said instead of what was given, which may well be the key itself, pasted in the wrong place.
+_NOT_SHOWN = "(what was given is not shown: it may be a key)"
+
 
 def parse_key_source(spec: str) -> KeySource:
-    """Parse ``env:NAME``, ``command:CMD`` or ``keyring:SERVICE/USER``."""
+    """Parse ``env:NAME``, ``command:CMD`` or ``keyring:SERVICE/USER``. A refusal never
+    repeats the text it was given."""
     kind, sep, ref = spec.partition(":")
     if not sep or kind not in _KINDS or not ref.strip():
-        raise SettingsError(f"key source {spec!r} is not one of {KEY_SOURCE_HELP}")
+        raise SettingsError(f"not a key source: use {KEY_SOURCE_HELP} {_NOT_SHOWN}")
     if kind == "env" and (not ref.replace("_", "a").isalnum() or ref[0].isdigit()):
-        raise SettingsError(f"key source {spec!r}: {ref!r} is not an environment variable name")
+        raise SettingsError(
+            f"key source env:NAME needs an environment variable name after env: {_NOT_SHOWN}"
+        )
     if kind == "keyring" and ("/" not in ref or ref.startswith("/") or ref.endswith("/")):
-        raise SettingsError(f"key source {spec!r}: write keyring:SERVICE/USER")
+        raise SettingsError(f"key source keyring: needs SERVICE/USER after keyring: {_NOT_SHOWN}")
     return KeySource(kind=kind, ref=ref)
 
 
@@ -70,16 +86,18 @@ def resolve_key(
             ["/bin/sh", "-c", src.ref], env=dict(env), timeout=timeout
         )
         if done.returncode != 0:
-            raise KeyUnavailable(f"key source {src}: the command exited {done.returncode}")
+            raise KeyUnavailable(f"key source {src.shown}: the command exited {done.returncode}")
         lines = done.stdout.splitlines()
         value = lines[0] if lines else ""
     else:
         value = _from_keyring(src)
     value = value.strip()
     if not value:
-        raise KeyUnavailable(f"key source {src} gave an empty key")
+        raise KeyUnavailable(f"key source {src.shown} gave an empty key")
     if any(c.isspace() for c in value) or not value.isprintable():
-        raise KeyUnavailable(f"key source {src} gave a key with spaces or control characters")
+        raise KeyUnavailable(
+            f"key source {src.shown} gave a key with spaces or control characters"
+        )
     return value
 
 

@@ -43,6 +43,8 @@ from fleet._core.routing import (
     plan,
 )
 from fleet._errors import SettingsError
+from fleet._files import decode_utf8, read_input
+from fleet._home import expand
 from fleet._profiles import coordinator_profile, detect_coordinator_tool, load_profiles
 from fleet._runner import Runner
 from fleet._settings import load_settings
@@ -107,7 +109,7 @@ def _task(raw: object, index: int, base_dir: Path, path: Path) -> Task:
         model=_text(raw.get("model"), where, "model"),
         kind=kind,
         checker_of=_text(raw.get("checker_of"), where, "checker_of"),
-        brief=(base_dir / Path(brief).expanduser()) if brief else None,
+        brief=(base_dir / expand(brief)) if brief else None,
     )
 
 
@@ -115,17 +117,19 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
     """Parse a TASKS.toml (format in this module's docstring); SettingsError names the file
     and the task on any problem. Paths are resolved relative to the file."""
     path = Path(path)
+    raw = read_input(path, "task file", missing_ok=True)
+    if raw is None:
+        raise SettingsError(f"no task file {path}")
+    text = decode_utf8(raw, str(path))
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise SettingsError(f"no task file {path}") from None
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SettingsError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+        raise SettingsError(f"{path} is not valid TOML: {' '.join(str(exc).split())}") from None
+    except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else " ".join(
+            str(exc).split()
+        )[:200]
+        raise SettingsError(f"{path} is TOML fleet cannot read ({why})") from None
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise SettingsError(
@@ -157,7 +161,7 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
     repo = _text(data.get("repo"), str(path), "repo")
     return TaskFile(
         path=path,
-        repo=(base_dir / Path(repo).expanduser()) if repo else None,
+        repo=(base_dir / expand(repo)) if repo else None,
         base=_text(data.get("base"), str(path), "base"),
         use=tuple(use),
         start=start,

@@ -16,6 +16,8 @@ from typing import Final
 
 from fleet._core.routing import Profile, profiles_from_json, resolve
 from fleet._errors import SettingsError, ToolError
+from fleet._files import decode_utf8, read_input
+from fleet._home import expand
 from fleet._runner import Runner, SubprocessRunner
 
 CLAUSONA_ENV: Final = "FLEET_CLAUSONA"
@@ -52,6 +54,9 @@ def parse_list_output(text: str, where: str) -> list[Profile]:
         raise ValueError(
             f"{where} is not JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise ValueError(f"{where} is JSON fleet cannot read ({why})") from None
     try:
         return profiles_from_json(data)
     except ValueError as exc:
@@ -73,10 +78,12 @@ def load_profiles(
     if source is None and os.environ.get(PROFILES_ENV):
         source = os.environ[PROFILES_ENV]
     if source is not None:
-        path = Path(source).expanduser()
+        path = expand(source)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            raw = read_input(path, "profiles file")
+            assert raw is not None
+            text = decode_utf8(raw, str(path))
+        except SettingsError as exc:
             raise SettingsError(f"cannot read profiles from {path}: {exc}") from None
         try:
             return parse_list_output(text, str(path))
@@ -110,7 +117,7 @@ def coordinator_dir(tool: str, env: Mapping[str, str] | None = None) -> Path:
         raise SettingsError(f"unknown coordinator tool {tool!r}: use claude or codex")
     var, default = COORDINATOR_DIRS[tool]
     if env.get(var):
-        return Path(env[var]).expanduser()
+        return expand(env[var])
     home = env.get("HOME")
     return (Path(home) if home else Path.home()) / default
 

@@ -28,7 +28,8 @@ from typing import Any, Final
 
 from fleet._core.routing import Settings
 from fleet._errors import SettingsError
-from fleet._files import atomic_write
+from fleet._files import atomic_write, read_input
+from fleet._home import expand
 
 FILE_NAME: Final = "fleet.json"
 LEGACY_NAME: Final = "superset-fleet.json"
@@ -43,10 +44,10 @@ _MISSING: Final = object()
 def settings_path(path: str | os.PathLike[str] | None = None) -> Path:
     """The settings file fleet writes: ``path``, ``$FLEET_SETTINGS`` or the default."""
     if path is not None:
-        return Path(path).expanduser()
+        return expand(path)
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(env).expanduser()
+        return expand(env)
     return Path.home() / ".clausona" / FILE_NAME
 
 
@@ -67,12 +68,12 @@ def source_path(path: str | os.PathLike[str] | None = None) -> Path | None:
 
 
 def _read_object(path: Path) -> dict[str, Any]:
+    raw = read_input(path, "settings file")
+    assert raw is not None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SettingsError(f"{path} is not UTF-8 text: fix or remove it") from None
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not text.strip():
         # An empty file is what `touch` leaves; treat it as no settings rather than an error.
         return {}
@@ -83,12 +84,23 @@ def _read_object(path: Path) -> dict[str, Any]:
             f"{path} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
             "fix or remove it, fleet left it untouched"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+        raise SettingsError(
+            f"{path} is JSON fleet cannot read ({_why(exc)}); fix or remove it, fleet left it "
+            "untouched"
+        ) from None
     if not isinstance(data, dict):
         raise SettingsError(
             f"{path} holds a JSON {type(data).__name__}, not an object; "
             "fix or remove it, fleet left it untouched"
         )
     return data
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return " ".join(str(exc).split())[:200]
 
 
 def read_raw(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
@@ -150,7 +162,9 @@ def _locked(directory: Path) -> Iterator[None]:
 
 
 def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    target = path.resolve() if path.is_symlink() else path
+    # os.path.realpath, not Path.resolve: a symlink loop must fail the write, not raise
+    # RuntimeError.
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
     atomic_write(target, text.encode("utf-8"), mode)

@@ -1,9 +1,10 @@
 """Reading many workers' states at once, with an optional fold cache.
 
 A full replay is the truth. The cache only saves the fold accumulator together with the byte
-offset, line count and inode it was taken at; a cached entry is used only when the journal still
-has that inode and at least that many bytes, and the fold simply continues from there, so a warm
-read gives exactly what a full replay gives (a test compares them).
+offset, line count, inode and fingerprint (:func:`fleet._journal.fingerprint`) it was taken at;
+a cached entry is used only when the journal still has that inode, at least that many bytes and
+the same fingerprint (a journal rewritten in place is replayed), and the fold simply continues
+from there, so a warm read gives exactly what a full replay gives (tests compare them).
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from typing import Any, Final
 import orjson
 
 from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
-from fleet._files import atomic_write
+from fleet._errors import SettingsError
+from fleet._files import atomic_write, read_input
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
 from fleet._journal import JournalReader, list_workers
 
-CACHE_VERSION: Final = 2
+CACHE_VERSION: Final = 3
+#: A cache larger than this is not read (a replay is slower, never wrong).
+CACHE_LIMIT: Final = 256 << 20
 
 
 class Folded:
@@ -65,19 +69,21 @@ class FoldCache:
 
     def load(self) -> dict[str, Any]:
         try:
-            data = orjson.loads(self.path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return {}
+            data = orjson.loads(read_input(self.path, "fold cache", limit=CACHE_LIMIT) or b"")
+        except (SettingsError, orjson.JSONDecodeError):
+            return {}  # no cache, or one that is not fleet's: a replay is always right
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             return {}
         workers = data.get("workers")
         return workers if isinstance(workers, dict) else {}
 
     def save(self, entries: dict[str, Any]) -> None:
-        ensure_dir(self.path.parent)
-        payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
-        # A cache is only ever a shortcut: losing it to a crash costs a replay, so no fsync.
-        with contextlib.suppress(OSError):
+        # A cache is only ever a shortcut: losing it to a crash costs a replay, so no fsync;
+        # and a home that cannot be written (read-only, full), or a fold orjson cannot write,
+        # must not fail a command that only reads.
+        with contextlib.suppress(OSError, TypeError):
+            payload = orjson.dumps({"version": CACHE_VERSION, "workers": entries})
+            ensure_dir(self.path.parent)
             atomic_write(self.path, payload, FILE_MODE, fsync=False)
 
 
@@ -88,6 +94,7 @@ def _from_cache(home: Path, worker: str, entry: Any) -> Folded | None:
             offset=int(entry["offset"]),
             seq=int(entry["seq"]),
             ino=int(entry["ino"]),
+            fingerprint=_fingerprint_of(entry),
         )
         acc = Accumulator.from_dict(entry["acc"])
     except (KeyError, TypeError, ValueError):
@@ -95,17 +102,26 @@ def _from_cache(home: Path, worker: str, entry: Any) -> Folded | None:
     return Folded(worker, reader, acc)
 
 
+def _fingerprint_of(entry: Any) -> str | None:
+    fp = entry["fp"]
+    if fp is not None and not isinstance(fp, str):
+        raise TypeError("fingerprint")
+    return fp
+
+
 #: Below this many journals to replay from scratch, a second process costs more than it saves.
 PARALLEL_MIN_WORKERS: Final = 64
 
 
-def _replay_chunk(home: str, workers: list[str]) -> list[tuple[str, int, int, int, Any]]:
+def _replay_chunk(
+    home: str, workers: list[str]
+) -> list[tuple[str, int, int, int, str | None, Any]]:
     out = []
     for worker in workers:
         folded = Folded(worker, JournalReader(journal_path(Path(home), worker)), Accumulator())
         folded.advance()
-        reader = folded.reader
-        out.append((worker, reader.offset, reader.seq, reader.ino or 0, folded.acc.to_dict()))
+        r = folded.reader
+        out.append((worker, r.offset, r.seq, r.ino or 0, r.fingerprint, folded.acc.to_dict()))
     return out
 
 
@@ -125,8 +141,10 @@ def _replay_in_parallel(home: Path, workers: list[str]) -> dict[str, Folded] | N
         return None
     out: dict[str, Folded] = {}
     for chunk in results:
-        for worker, offset, seq, ino, acc in chunk:
-            reader = JournalReader(journal_path(home, worker), offset=offset, seq=seq, ino=ino)
+        for worker, offset, seq, ino, fp, acc in chunk:
+            reader = JournalReader(
+                journal_path(home, worker), offset=offset, seq=seq, ino=ino, fingerprint=fp
+            )
             out[worker] = Folded(worker, reader, Accumulator.from_dict(acc))
     return out
 
@@ -158,6 +176,7 @@ def load_folded(
                 "offset": folded.reader.offset,
                 "seq": folded.reader.seq,
                 "ino": folded.reader.ino or 0,
+                "fp": folded.reader.fingerprint,
                 "acc": folded.acc.to_dict(),
             }
         cache.save(entries)

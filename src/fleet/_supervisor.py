@@ -35,8 +35,9 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, Literal, Protocol
 
@@ -44,14 +45,18 @@ import attrs
 import cattrs
 import orjson
 
-from fleet import _journal
+from fleet import _health, _journal
 from fleet._clock import Clock, SystemClock
 from fleet._core.events import Exited, Started
 from fleet._core.fold import find_envelope
 from fleet._core.limits import find_reset
-from fleet._home import DIR_MODE, FILE_MODE
+from fleet._errors import JournalError
+from fleet._home import FILE_MODE, ensure_dir
+from fleet._redact import StreamRedactor, redact, redact_value, secrets_of
 
 SRC: Final = "headless"
+#: Names the variables that carry the worker's key, for the hook (which redacts their values).
+SECRET_VARS_ENV: Final = "FLEET_SECRET_VARS"
 #: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
 RESULT_HEAD: Final = 1000
 RESULT_TAIL: Final = 2900
@@ -422,6 +427,8 @@ class Supervisor:
         self.spawn = spawn
         self.rng = rng or random.Random()
         self._key = key
+        #: What is taken out, by value, of everything the supervisor writes: the key.
+        self._secrets = secrets_of([key])
         self._base_env = dict(os.environ if base_env is None else base_env)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
@@ -461,6 +468,9 @@ class Supervisor:
         if self._key is not None:
             for name in self.spec.key_vars:
                 env[name] = self._key
+            if self.spec.key_vars:
+                # Names only: fleet's hook keeps these variables' values out of the journal.
+                env[SECRET_VARS_ENV] = ",".join(self.spec.key_vars)
         return env
 
     # waiting ----------------------------------------------------------------------------
@@ -516,7 +526,18 @@ class Supervisor:
     # journaling -------------------------------------------------------------------------
 
     def _journal(self, event: Started | Exited) -> None:
-        _journal.append(self.home, self.spec.worker, event)
+        try:
+            _journal.append(self.home, self.spec.worker, redact_value(event, self._secrets))
+        except JournalError as exc:
+            # The run goes on (the agent is working); the loss is marked where `fleet
+            # status` and `fleet doctor` see it, and logged.
+            _health.note_lost(self.home, self.spec.worker)
+            self.log(f"{_health.LOST_PREFIX}{exc}")
+
+    def log(self, text: str) -> None:
+        """A line in the supervisor's log (its stderr), without the key."""
+        sys.stderr.write(f"supervisor: {redact(text, self._secrets)}\n")
+        sys.stderr.flush()
 
     def _exited(self, outcome: Outcome | None, *, reason: str | None, code: int | None) -> Exited:
         event = Exited(
@@ -535,12 +556,17 @@ class Supervisor:
         self._journal(event)
         return event
 
+    def failed(self, why: str) -> Exited:
+        """Journal that the run ended in an error of the supervisor's own."""
+        outcome = Outcome(kind="error", exit_code=None, is_error=True, result=why[:2000])
+        return self._exited(outcome, reason="error", code=None)
+
     # the run ----------------------------------------------------------------------------
 
     def run(self) -> Exited:
         spec = self.spec
         out_dir = Path(spec.output_dir)
-        out_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        ensure_dir(out_dir)
         deadline = None if spec.timeout is None else self.clock.monotonic() + spec.timeout
         env = self.child_env()
         last: Outcome | None = None
@@ -559,17 +585,16 @@ class Supervisor:
                 # to the next, so nobody mistakes a retry's pause for a vanished worker.
                 argv = ["/bin/sh", "-c", _BACKOFF_SH, "fleet-backoff", f"{delay:.3f}", *argv]
             stem = out_dir / f"run-{spec.run}-{attempt}"
-            with _open_private(stem.with_suffix(".out")) as out, _open_private(
-                stem.with_suffix(".err")
-            ) as err:
+            with _agent_output(stem, self._secrets) as (out, err):
                 try:
                     proc = self.spawn(argv, spec.cwd, env, out, err)
-                except OSError as exc:
+                except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv or env
+                    cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                     outcome = Outcome(
                         kind="error",
                         exit_code=127,
                         is_error=True,
-                        result=f"cannot start {argv[0]}: {exc.strerror or exc}",
+                        result=f"cannot start {argv[0]}: {cause}",
                     )
                     return self._exited(outcome, reason="error", code=127)
                 self._journal(
@@ -659,6 +684,97 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 @contextlib.contextmanager
+def _agent_output(stem: Path, secrets: Sequence[str]) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """Where an attempt's stdout and stderr go: ``<stem>.out`` and ``<stem>.err``. With a key
+    to keep out of them, the agent writes to pipes and a :class:`_Redacting` thread copies what
+    arrives to the files with the key replaced, so it never reaches the disk even when the
+    agent prints it; on leaving, what the agent wrote so far is in the files."""
+    if not secrets:
+        with _open_private(stem.with_suffix(".out")) as out, _open_private(
+            stem.with_suffix(".err")
+        ) as err:
+            yield out, err
+        return
+    pump = _Redacting([stem.with_suffix(".out"), stem.with_suffix(".err")], secrets)
+    try:
+        out, err = pump.ends
+        yield out, err
+    finally:
+        pump.settle()
+
+
+class _Redacting:
+    """Copies pipes to files with the secrets replaced (:class:`StreamRedactor`), on a daemon
+    thread that lives until every writer of the pipes is gone: background processes the agent
+    left behind may write after it exits, and are not cut off (a closed pipe would kill them
+    with SIGPIPE before their last hooks ran)."""
+
+    def __init__(self, paths: Sequence[Path], secrets: Sequence[str]) -> None:
+        self._lock = threading.Lock()
+        self._streams: list[tuple[int, int, StreamRedactor]] = []
+        self.ends: list[IO[bytes]] = []
+        for path in paths:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            self._streams.append((r, fd, StreamRedactor(secrets)))
+            self.ends.append(os.fdopen(w, "wb", buffering=0))
+        self._thread = threading.Thread(target=self._run, name="fleet-redact", daemon=True)
+        self._thread.start()
+
+    def settle(self) -> None:
+        """Close this process's ends of the pipes (the agent has its own), and put everything
+        the agent wrote so far in the files."""
+        for end in self.ends:
+            with contextlib.suppress(OSError):
+                end.close()
+        with self._lock:
+            for stream in list(self._streams):
+                self._drain(stream)
+                _write_all(stream[1], stream[2].flush())
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                fds = [r for r, _, _ in self._streams]
+            if not fds:
+                return
+            try:
+                ready, _, _ = select.select(fds, [], [])
+            except InterruptedError:
+                continue
+            except (OSError, ValueError):
+                return
+            with self._lock:
+                for stream in [s for s in self._streams if s[0] in ready]:
+                    self._drain(stream)
+
+    def _drain(self, stream: tuple[int, int, StreamRedactor]) -> None:
+        """Copy what the pipe holds; at its end, flush and close both sides (under the lock)."""
+        r, fd, redactor = stream
+        while True:
+            try:
+                chunk = os.read(r, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                _write_all(fd, redactor.flush())
+                os.close(r)
+                os.close(fd)
+                self._streams.remove(stream)
+                return
+            _write_all(fd, redactor.feed(chunk))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with contextlib.suppress(OSError):  # a full disk loses output, not the run
+        while data:
+            data = data[os.write(fd, data) :]
+
+
+@contextlib.contextmanager
 def _open_private(path: Path) -> Any:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
     with os.fdopen(fd, "wb") as f:
@@ -745,6 +861,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sup.request_stop()
     try:
         done = sup.run()
+    except Exception as exc:
+        # Whatever went wrong, the worker must not stay `starting` forever: journal the end.
+        sup.log(f"failed: {type(exc).__name__}: {exc}")
+        done = sup.failed(f"the supervisor failed: {type(exc).__name__}: {exc}")
     finally:
         sup.close()
     sys.stderr.write(

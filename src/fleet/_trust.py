@@ -40,7 +40,7 @@ def trust_file(target: Target) -> Path:
 
 def project_key(path: str | os.PathLike[str]) -> str:
     """The path as the agents key it: absolute, symlinks resolved (they use the process cwd)."""
-    return os.path.realpath(Path(path).expanduser())
+    return os.path.realpath(os.path.expanduser(path))
 
 
 @attrs.frozen(kw_only=True)

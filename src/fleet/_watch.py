@@ -10,6 +10,7 @@ in a loop: between events the waiting thread sleeps on a condition variable.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,7 @@ from typing import Final, Literal
 import attrs
 from watchdog.events import (
     DirCreatedEvent,
+    DirDeletedEvent,
     DirMovedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -44,6 +46,8 @@ from fleet._store import Folded, load_folded
 
 Backend = Literal["auto", "native", "polling"]
 SWEEP_INTERVAL: Final = 15.0
+#: How often the polling observer (the fallback when file events are unavailable) looks.
+POLL_INTERVAL: Final = 1.0
 #: How long a dead process's worker may take to journal its own exit before fleet calls it
 #: vanished (a supervisor writes ``exited`` a few milliseconds after its child ends).
 VANISH_GRACE: Final = 2.0
@@ -57,6 +61,8 @@ class WaitResult:
     timed_out: bool
     attention: tuple[WorkerState, ...]
     workers: tuple[WorkerState, ...] = ()
+    #: Workers asked for by name whose journal is gone (deleted or moved away while followed).
+    missing: tuple[str, ...] = ()
 
     @property
     def marks(self) -> tuple[str, ...]:
@@ -82,6 +88,7 @@ _EVENT_FILTER: Final = [
     FileDeletedEvent,
     DirCreatedEvent,
     DirMovedEvent,
+    DirDeletedEvent,  # a worker's directory moved out of workers/ (a lone IN_MOVED_FROM)
 ]
 
 
@@ -109,24 +116,51 @@ class _JournalEvents(FileSystemEventHandler):
             self.errors += 1
 
 
-def open_observer(root: Path, handler: FileSystemEventHandler, backend: Backend) -> BaseObserver:
+def open_observer(
+    root: Path,
+    handler: FileSystemEventHandler,
+    backend: Backend,
+    on_fallback: Callable[[str], None] | None = None,
+) -> BaseObserver:
     """Start an observer on ``root``: the native one, falling back to polling where native
-    file events are unavailable (or exhausted, like inotify's watch limit)."""
+    file events are unavailable or exhausted (inotify's watch or instance limit: watchdog
+    raises OSError), and saying so through ``on_fallback``. ``backend="native"`` raises
+    instead of falling back."""
     if backend != "polling":
         observer: BaseObserver = Observer()
         try:
             observer.schedule(handler, str(root), recursive=True, event_filter=_EVENT_FILTER)
             observer.start()
             return observer
-        except OSError:
+        except OSError as exc:
             if backend == "native":
                 raise
             with contextlib.suppress(Exception):
                 observer.stop()
-    polling = PollingObserver(timeout=1.0)
+            if on_fallback is not None:
+                on_fallback(
+                    f"file events are unavailable ({exc.strerror or exc}); watching "
+                    f"{root} by polling every {POLL_INTERVAL:g}s instead"
+                )
+    polling = PollingObserver(timeout=POLL_INTERVAL)
     polling.schedule(handler, str(root), recursive=True)
     polling.start()
     return polling
+
+
+def _log_note(text: str) -> None:
+    logging.getLogger("fleet").warning("%s", text)
+
+
+def _watch_root(home: Path) -> Path:
+    """``workers/``, created if need be; on a home that cannot be written (read-only, full)
+    and has no ``workers/`` yet, the home itself: a worker appearing there is still seen."""
+    try:
+        return ensure_dir(workers_dir(home))
+    except OSError:
+        if home.is_dir():
+            return home
+        raise
 
 
 class Watcher:
@@ -145,6 +179,7 @@ class Watcher:
         backend: Backend | None = None,
         sweep_interval: float = SWEEP_INTERVAL,
         liveness: bool = True,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         self.home = home
         self.clock: Clock = clock or SystemClock()
@@ -155,13 +190,21 @@ class Watcher:
         self._dirty: set[str] = set()
         self._stats: dict[str, tuple[int, int, int]] = {}
         self._vanishing: dict[str, float] = {}
-        root = ensure_dir(workers_dir(ensure_dir(home)))
+        self._missing: set[str] = set()
+        root = _watch_root(home)
         self._folded: dict[str, Folded] = load_folded(home, self._names)
         self._handler = _JournalEvents(root, self._mark_dirty)
         chosen = backend or os.environ.get("FLEET_WATCH_BACKEND", "auto")
         if chosen not in ("auto", "native", "polling"):
             chosen = "auto"
-        self._observer = open_observer(root, self._handler, chosen)  # type: ignore[arg-type]
+        reasons: list[str] = []
+        self._observer = open_observer(
+            root, self._handler, chosen, reasons.append  # type: ignore[arg-type]
+        )
+        #: Why file events are not used, when the native observer could not start.
+        self.fallback_reason: str | None = reasons[0] if reasons else None
+        if self.fallback_reason is not None:
+            (on_note or _log_note)(self.fallback_reason)
         self.backend = "polling" if isinstance(self._observer, PollingObserver) else "native"
         self._deaths: DeathWatch | None = DeathWatch(self._on_death) if liveness else None
         if self._deaths is not None:
@@ -234,18 +277,26 @@ class Watcher:
                 folded = self._folded[worker] = load_folded(self.home, [worker])[worker]
             else:
                 folded.advance()
+            if folded.reader.missing:
+                self._missing.add(worker)
+            else:
+                self._missing.discard(worker)
             self._follow_process(folded)
         self._settle_vanishing()
 
     def _sweep(self) -> set[str]:
         """The safety net: stat every journal and report those that changed."""
         self._last_sweep = self.clock.monotonic()
-        names = list(self._folded) if self._names is not None else list_workers(self.home)
+        names = list(self._folded)
+        if self._names is None:
+            names += [w for w in list_workers(self.home) if w not in self._folded]
         changed: set[str] = set()
         for worker in names:
             try:
                 st = os.stat(journal_path(self.home, worker))
             except OSError:
+                if worker not in self._missing:
+                    changed.add(worker)  # its journal went away: the refresh will see that
                 continue
             key = (st.st_ino, st.st_size, st.st_mtime_ns)
             if self._stats.get(worker) != key:
@@ -291,15 +342,17 @@ class Watcher:
 
     def poll(self, seen: Iterable[str] = (), only: Iterable[str] | None = None) -> WaitResult:
         """Who needs attention right now (among ``only``, when given); never blocks."""
-        states = self.states(seen)
+        states = [s for s in self.states(seen) if s.worker not in self._missing]
+        missing: tuple[str, ...] = ()
         if only is not None:
-            wanted = set(only)
+            wanted = list(dict.fromkeys(only))
+            missing = tuple(w for w in wanted if w in self._missing)
             states = [s for s in states if s.worker in wanted]
         elif self._names is None:
             states = [s for s in states if s.state != "retired"]
         live = tuple(states)
         attention = tuple(s for s in live if s.needs_attention)
-        return WaitResult(timed_out=False, attention=attention, workers=live)
+        return WaitResult(timed_out=False, attention=attention, workers=live, missing=missing)
 
     def wait(
         self,
@@ -308,13 +361,14 @@ class Watcher:
         only: Iterable[str] | None = None,
     ) -> WaitResult:
         """Block until at least one followed worker (among ``only``, when given) needs
-        attention, or ``timeout`` seconds pass."""
+        attention, or ``timeout`` seconds pass, or the journal of a worker in ``only``
+        disappears (``missing``)."""
         marks = frozenset(seen)
         wanted = None if only is None else list(only)
         deadline = None if timeout is None else self.clock.monotonic() + timeout
         while True:
             result = self.poll(marks, wanted)
-            if result.attention or self._closed:
+            if result.attention or result.missing or self._closed:
                 return result
             now = self.clock.monotonic()
             if deadline is not None and now >= deadline:

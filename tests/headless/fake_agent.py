@@ -8,7 +8,9 @@ cwd, the variables fleet sets, a sha256 of every variable that may carry a key, 
 ``stderr``, ``commit`` (a file name to commit in the cwd), ``raw`` (stdout as is),
 ``background`` (seconds: leave a ``sleep`` running behind, its pid in ``background-<n>``),
 ``hold`` (a directory: after writing ``running-<n>``, wait until ``go-<n>`` appears in it, at
-most two minutes), ``echo`` (the result is ``received: <prompt>``, the run's last argument).
+most two minutes), ``echo`` (the result is ``received: <prompt>``, the run's last argument),
+``leak`` (the agent prints its key: in its result and on stderr, each written in two parts
+split inside the key, a pause between them).
 """
 
 from __future__ import annotations
@@ -76,8 +78,12 @@ def main() -> int:
         Path(step["commit"]).write_text(f"work {n}\n")
         subprocess.run(["git", "add", step["commit"]], check=True)
         subprocess.run(["git", "commit", "-q", "-m", f"work {n}"], check=True)
+    key = next((os.environ[k] for k in KEY_VARS if k in os.environ), "")
+    if step.get("leak"):
+        step = {**step, "result": f"{step.get('result', 'ok')} (my key is {key})",
+                "stderr": f"debug: Authorization: Bearer {key}"}
     if step.get("stderr"):
-        sys.stderr.write(step["stderr"] + "\n")
+        _split_write(sys.stderr, step["stderr"] + "\n", key if step.get("leak") else "")
     codex = Path(sys.argv[0]).name == "codex" or "exec" in sys.argv[1:2]
     session = step.get("session", f"session-{n}")
     if "raw" in step:
@@ -100,7 +106,7 @@ def main() -> int:
             sys.stdout.write(json.dumps(e) + "\n")
     else:
         failed = "error" in step
-        sys.stdout.write(json.dumps({
+        _split_write(sys.stdout, json.dumps({
             "type": "result",
             "subtype": "success",
             "is_error": failed,
@@ -111,9 +117,19 @@ def main() -> int:
             "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
                       "server_tool_use": {"web_search_requests": 0}},
             "total_cost_usd": 0.01,
-        }) + "\n")
+        }) + "\n", key if step.get("leak") else "")
     sys.stdout.flush()
     return int(step.get("exit", 1 if "error" in step else 0))
+
+
+def _split_write(stream: object, text: str, key: str) -> None:
+    """Write ``text``; when it holds ``key``, in two writes split inside it, a pause between."""
+    at = text.find(key) + len(key) // 2 if key and key in text else len(text)
+    for part in (text[:at], text[at:]):
+        stream.write(part)  # type: ignore[attr-defined]
+        stream.flush()  # type: ignore[attr-defined]
+        if part and at < len(text):
+            time.sleep(0.2)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -143,6 +144,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    unusable = _unusable_argument(words)
+    if unusable is not None:
+        sys.stderr.write(f"fleet: {unusable} (see `fleet --help`)\n")
+        return Exit.USAGE
     parser = build_parser(_command_of(words))
     args = parser.parse_args(words)
     run = getattr(args, "run", None)
@@ -165,6 +170,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"fleet: {exc.strerror or _one_line(exc)}{where}\n")
         return Exit.ERROR
+    except RecursionError:
+        sys.stderr.write("fleet: an input is nested too deeply to read\n")
+        return Exit.ERROR
+    except MemoryError:
+        sys.stderr.write("fleet: out of memory (an input too large?)\n")
+        return Exit.ERROR
+    except Exception as exc:
+        # A bug: still one line and a documented code. FLEET_TRACEBACK=1 shows where it was.
+        if os.environ.get("FLEET_TRACEBACK"):
+            raise
+        sys.stderr.write(
+            f"fleet: internal error: {type(exc).__name__}: {_one_line(exc)[:300]} "
+            "(a bug: please report it; FLEET_TRACEBACK=1 shows where)\n"
+        )
+        return Exit.ERROR
+
+
+def _unusable_argument(words: Sequence[str]) -> str | None:
+    """Why an argument cannot be used, checked before anything else: a NUL byte (no file name
+    or process argument can hold one), or text that is not valid Unicode (a lone surrogate:
+    what a non-UTF-8 argument becomes), which no journal, file or terminal can carry."""
+    for n, word in enumerate(words, 1):
+        if "\x00" in word:
+            return f"argument {n} contains a NUL byte"
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"argument {n} is not valid UTF-8 text (character {exc.start + 1})"
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -7,7 +7,7 @@ import enum
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import orjson
@@ -58,25 +58,45 @@ def print_json(value: Any, *, pretty: bool = True) -> None:
     sys.stdout.flush()
 
 
+#: The longest duration any option takes: a year. Longer ones are typos, and would overflow
+#: the clocks and timers they reach (``threading`` refuses waits past about 292 years).
+MAX_SECONDS: Final = 365 * 86400
+#: The largest count any option takes (retries, lines, parallel workers, errors shown).
+MAX_COUNT: Final = 1_000_000
+
+
+def _quoted(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:36] + "…" + shown[-3:]
+
+
 def seconds(text: str) -> float:
-    """An argparse type: a duration in seconds, 0 or more (a usage error otherwise)."""
+    """An argparse type: a duration in seconds, 0 to MAX_SECONDS (a usage error otherwise)."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0 or value == float("inf"):  # `not >=` also refuses nan
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text!r}")
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {_quoted(text)}") from None
+    if not value >= 0:  # `not >=` also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {_quoted(text)}")
+    if value > MAX_SECONDS:  # inf too
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_SECONDS} seconds (a year), not {_quoted(text)}"
+        )
     return value
 
 
 def count(text: str, minimum: int = 0) -> int:
-    """An argparse type: a whole number, ``minimum`` or more (a usage error otherwise)."""
+    """An argparse type: a whole number, ``minimum`` to MAX_COUNT (a usage error otherwise)."""
     try:
-        value = int(text)
+        value = int(text) if len(text) <= 20 else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"not a whole number: {_quoted(text)}") from None
     if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {_quoted(text)}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, not {_quoted(text)}")
     return value
 
 

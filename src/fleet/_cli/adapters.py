@@ -311,15 +311,10 @@ def cmd_workspace_read(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    if not args.file.is_file():
-        raise SettingsError(f"follow-up file {args.file} does not exist")
-    try:
-        args.file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        # Caught here, before any adapter has typed half of it into a terminal.
-        raise SettingsError(
-            f"follow-up file {args.file} is not UTF-8 text (byte {exc.start})"
-        ) from None
+    from fleet._files import read_prompt
+
+    # Checked here, before any adapter has typed half of it into a terminal.
+    read_prompt(args.file, "follow-up file")
     adapter, workspace = _workspace(args)
     adapter.send(workspace, args.file)
     if args.json:
@@ -340,8 +335,9 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
     brief = args.brief or _started_brief(args)
     if brief is None:
         raise SettingsError(f"say which brief {args.worker} works on: --brief FILE")
-    if not brief.is_file():
-        raise SettingsError(f"brief {brief} does not exist")
+    from fleet._files import read_prompt
+
+    read_prompt(brief, "brief")
     config_dir = args.config_dir
     if config_dir is None and args.profile is not None:
         config_dir = _profile_config_dir(args.profile)
@@ -383,8 +379,11 @@ def _started_brief(args: argparse.Namespace) -> Path | None:
     try:
         import json
 
-        brief = json.loads(record.read_text()).get("brief")
-    except (OSError, ValueError):
+        from fleet._files import read_input
+
+        data = json.loads(read_input(record, "launch record", missing_ok=True) or b"{}")
+        brief = data.get("brief") if isinstance(data, dict) else None
+    except (FleetError, ValueError, RecursionError):
         return None
     return Path(brief) if isinstance(brief, str) else None
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any
 
+from fleet import _health
 from fleet._cli._common import (
     Exit,
     add_examples,
@@ -180,8 +182,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         states = load_states(
             fleet.home, names, now, fleet.policy, args.seen, use_cache=not args.no_cache
         )
+        lost = {s.worker: _health.events_lost_at(fleet.home, s.worker) for s in states}
+        notes = _health.home_problems(fleet.home) if states else []
+    notes[:0] = [
+        f"{worker} lost events, the last {age(when, now)} ago: its journal could not be "
+        "written (`fleet doctor` says why)"
+        for worker, when in lost.items()
+        if when is not None
+    ]
     if args.json:
-        print_json([state_json(s) for s in states])
+        print_json([{**state_json(s), "events_lost_at": lost[s.worker]} for s in states])
+        for note in notes:
+            sys.stderr.write(f"fleet: note: {note}\n")
         return Exit.OK
     if not states:
         print("no workers (register one with `fleet register WORKER --worktree PATH`)")
@@ -189,6 +201,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(table([status_row(s, now) for s in states], STATUS_HEADERS))
     waiting = sum(s.needs_attention for s in states)
     print(f"\n{len(states)} workers, {waiting} need attention")
+    for note in notes:
+        print(f"note: {note}")
     return Exit.OK
 
 
@@ -207,7 +221,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         return Exit.OK
     for seq, event in enumerate(events):
         kind = event_type(event)
-        when = time.strftime("%H:%M:%S", time.localtime(event.ts)) if event.ts else "--:--:--"
+        when = _clock_time(event.ts)
         try:
             fields = {k: v for k, v in encode_obj(event).items() if k not in ("v", "ts", "type")}
         except ValueError:
@@ -215,6 +229,14 @@ def cmd_log(args: argparse.Namespace) -> int:
         detail = " ".join(f"{k}={one_line(str(v), 60)}" for k, v in fields.items())
         print(f"{seq:>5}  {when}  {kind:<18} {detail}")
     return Exit.OK
+
+
+def _clock_time(ts: float | None) -> str:
+    """HH:MM:SS of ``ts``; dashes when there is none, or it is no time a clock can show."""
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(ts)) if ts else "--:--:--"
+    except (OverflowError, OSError, ValueError):
+        return "--:--:--"
 
 
 def cmd_seen(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -10,11 +11,11 @@ from typing import Any
 
 import attrs
 
-from fleet import _hooks, _trust
+from fleet import _health, _hooks, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
 from fleet._core.events import Unreadable
 from fleet._errors import SettingsError
-from fleet._home import hook_errors_path, journal_path, resolve_home
+from fleet._home import hook_errors_path, journal_path, resolve_home, workers_dir
 from fleet._journal import JournalReader, list_workers
 
 TARGETS_HELP = """\
@@ -156,9 +157,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "doctor",
         help="report hook failures, unreadable journal lines, a missing hook program",
         description="Check what fleet depends on: failures the hook recorded in "
-        "hook-errors.log, journal lines that do not decode (per worker), and the hook program "
-        "and its interpreter. With targets, also the hook status of each. Exits 1 when "
-        "something is wrong.",
+        "hook-errors.log, events that could not be journaled (per worker) and a home that "
+        "cannot be written or is full, journal lines that do not decode (per worker), and the "
+        "hook program and its interpreter. With targets, also the hook status of each. Exits 1 "
+        "when something is wrong.",
         epilog=TARGETS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -167,7 +169,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="show the last N hook errors (default 5)")
     p.add_argument("--clear-errors", action="store_true",
                    help="after reporting them, move the hook errors aside (to "
-                   "hook-errors.log.old) so the next run reports only new ones")
+                   "hook-errors.log.old) and forget lost events, so the next run reports "
+                   "only new ones")
     add_json(p)
     add_examples(
         p,
@@ -341,6 +344,10 @@ class Report:
     last_hook_errors: tuple[str, ...]
     unreadable: dict[str, int]
     hooks: tuple[_hooks.Status, ...] = ()
+    #: Events the hook (or a supervisor) could not journal: how many hook-errors.log records,
+    #: and when each worker last lost one (its marker).
+    lost_events: int = 0
+    events_lost_at: dict[str, float] = attrs.field(factory=dict)
 
 
 def doctor(
@@ -358,7 +365,13 @@ def doctor(
     errors = _read_hook_errors(hook_errors_path(home))
     if errors:
         problems.append(f"the hook recorded {len(errors)} failures in {hook_errors_path(home)}")
+    lost = sum(_health.LOST_PREFIX in line for line in errors)
+    if lost:
+        problems.append(f"{lost} hook events were not recorded: a journal could not be written")
+    problems.extend(_health.home_problems(home))
+    problems.extend(_odd_journals(home))
     unreadable: dict[str, int] = {}
+    lost_at: dict[str, float] = {}
     for worker in list_workers(home):
         count = sum(
             1 for _, e in JournalReader(journal_path(home, worker)).read()
@@ -367,6 +380,10 @@ def doctor(
         if count:
             unreadable[worker] = count
             problems.append(f"worker {worker}: {count} unreadable journal lines")
+        when = _health.events_lost_at(home, worker)
+        if when is not None:
+            lost_at[worker] = when
+            problems.append(f"worker {worker}: events were lost, the last at {_when(when)}")
     codex = _hooks.find_codex(codex_bin) if any(t.tool == "codex" for t in targets) else None
     statuses = tuple(_hooks.status(t, home=home, codex=codex) for t in targets)
     for s in statuses:
@@ -381,16 +398,38 @@ def doctor(
         last_hook_errors=tuple(errors[-last:]) if last > 0 else (),
         unreadable=unreadable,
         hooks=statuses,
+        lost_events=lost,
+        events_lost_at=lost_at,
     )
 
 
+def _when(ts: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _odd_journals(home: Path) -> list[str]:
+    """Worker directories whose journal is something other than a file (nothing can be
+    journaled there, and the worker is not listed anywhere else)."""
+    out = []
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.scandir(workers_dir(home)), key=lambda e: e.name):
+            path = Path(entry.path) / "journal.jsonl"
+            if entry.is_dir() and (path.is_symlink() or path.exists()) and not path.is_file():
+                out.append(f"{path} is not a regular file: nothing can be journaled there")
+    return out
+
+
 def _read_hook_errors(path: Path) -> list[str]:
+    from fleet._files import read_input
+
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        data = read_input(path, "hook error log", limit=64 << 20, missing_ok=True)
+    except SettingsError as exc:
+        return [str(exc)]
+    if data is None:
         return []
-    except OSError as exc:
-        return [f"cannot read {path}: {exc.strerror or exc}"]
     return [ln.decode("utf-8", "replace") for ln in data.splitlines() if ln.strip()]
 
 
@@ -417,4 +456,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         log.replace(log.with_name(log.name + ".old"))
         if not args.json:
             print(f"moved the hook errors to {log.name}.old")
+    if args.clear_errors and report.events_lost_at:
+        _health.clear_lost(home)
     return Exit.OK if report.ok else Exit.ERROR

@@ -306,6 +306,10 @@ def _parse_value(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+    except (ValueError, RecursionError):  # JSON, but a number too long or nesting too deep
+        raise SettingsError(
+            "VALUE is JSON fleet cannot read (nested too deeply, or a number too long)"
+        ) from None
 
 
 def cmd_settings_get(args: argparse.Namespace) -> int:

@@ -35,7 +35,8 @@ Run it as a background task while workers work. It wakes within milliseconds of 
 that matters (file events, not polling), and fires `quiet` at the --quiet-after deadline without
 any new event.
 
-exit codes: 0 attention, 3 timeout (nothing needed attention), 1 error.
+exit codes: 0 attention, 3 timeout (nothing needed attention), 1 error (also at once when
+the journal of a worker named here disappears while waiting).
 """
 
 
@@ -107,8 +108,14 @@ def wait_json(result: WaitResult) -> dict[str, Any]:
     }
 
 
+def note(text: str) -> None:
+    """Tell the person at the terminal (stderr: the output is for programs)."""
+    sys.stderr.write(f"fleet: note: {text}\n")
+    sys.stderr.flush()
+
+
 def cmd_wait(args: argparse.Namespace) -> int:
-    with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
+    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note) as fleet:
         result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout)
         # Print before the watcher threads are stopped and joined: the coordinator reads the
         # output, not the exit.
@@ -153,7 +160,7 @@ def transition_json(t: Transition) -> dict[str, Any]:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    with Fleet(args.home, quiet_after=args.quiet_after) as fleet:
+    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note) as fleet:
         names = args.workers or None
         if args.json:
             for t in fleet.watch(names, timeout=args.timeout):

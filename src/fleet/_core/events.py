@@ -286,6 +286,24 @@ _MAX_KEPT_LINE: Final = 64 * 1024
 
 converter = cattrs.Converter(forbid_extra_keys=False)
 
+#: Whole numbers an event may carry (pids, exit codes, counts): what a 64-bit field holds, so
+#: every event read back can be written again (orjson, like most JSON tools, stops there).
+_INT_RANGE: Final = range(-(2**63), 2**64)
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    # cattrs would take int(value) of anything: "12", true, and 1e20 (parsed as a float) alike.
+    if type(value) is int and value in _INT_RANGE:
+        return value
+    if type(value) is float and value.is_integer() and -(2.0**63) <= value < 2.0**64:
+        return int(value)
+    raise ValueError(f"not a whole number fleet can keep: {str(value)[:40]}")
+
+
+converter.register_structure_hook(int, _structure_int)
+# bool is an int subclass: it keeps cattrs' own hook, bool(value).
+converter.register_structure_hook(bool, lambda value, _: bool(value))
+
 
 def event_type(event: Event) -> str:
     """The journal ``type`` of an event."""

@@ -9,7 +9,17 @@ import attrs
 from fleet._errors import InvalidMark, InvalidWorkerId
 
 _WORKER_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-_MARK = re.compile(r"(?P<worker>[a-z0-9][a-z0-9._-]{0,63})@(?P<seq>0|[1-9][0-9]*)(?P<quiet>q?)")
+#: A seq has at most 19 digits (2**63 lines would not fit on any disk), so converting one can
+#: never hit Python's limit on the digits of an int.
+_MARK = re.compile(
+    r"(?P<worker>[a-z0-9][a-z0-9._-]{0,63})@(?P<seq>0|[1-9][0-9]{0,18})(?P<quiet>q?)"
+)
+
+
+def _shown(text: object) -> str:
+    """``text`` as an error message quotes it: its repr, cut to a readable length."""
+    shown = repr(text)
+    return shown if len(shown) <= 100 else shown[:96] + "…" + shown[-3:]
 
 
 def validate_worker_id(worker: str) -> str:
@@ -18,8 +28,8 @@ def validate_worker_id(worker: str) -> str:
     Ids become directory names, so anything that could step outside FLEET_HOME is refused."""
     if not isinstance(worker, str) or _WORKER_ID.fullmatch(worker) is None:
         raise InvalidWorkerId(
-            f"invalid worker id {worker!r}: use 1-64 lowercase letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
+            f"invalid worker id {_shown(worker)}: use 1-64 lowercase letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
         )
     return worker
 
@@ -44,7 +54,7 @@ class Mark:
 def parse_mark(text: str) -> Mark:
     m = _MARK.fullmatch(text.strip()) if isinstance(text, str) else None
     if m is None:
-        raise InvalidMark(f"invalid seen mark {text!r}: expected WORKER@SEQ or WORKER@SEQq")
+        raise InvalidMark(f"invalid seen mark {_shown(text)}: expected WORKER@SEQ or WORKER@SEQq")
     return Mark(worker=m["worker"], seq=int(m["seq"]), quiet=bool(m["quiet"]))
 
 

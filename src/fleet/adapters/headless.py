@@ -32,6 +32,7 @@ import fcntl
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -50,9 +51,9 @@ from fleet._core.events import Exited, HandedOver, Started
 from fleet._core.fold import WorkerState
 from fleet._core.ids import validate_worker_id
 from fleet._errors import FleetError, Refused, SettingsError, ToolError
-from fleet._files import atomic_write
+from fleet._files import atomic_write, read_input, read_prompt
 from fleet._git import Git
-from fleet._home import DIR_MODE, FILE_MODE, resolve_home, worker_dir
+from fleet._home import DIR_MODE, FILE_MODE, ensure_dir, expand, resolve_home, worker_dir
 from fleet._keys import parse_key_source, resolve_key
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
@@ -171,7 +172,11 @@ class HeadlessOptions:
 
     def __attrs_post_init__(self) -> None:
         if self.endpoint is not None:
-            parts = urlsplit(self.endpoint)
+            try:
+                parts = urlsplit(self.endpoint)
+                parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+            except ValueError:
+                raise SettingsError(f"endpoint {self.endpoint!r} is not an http(s) URL") from None
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise SettingsError(f"endpoint {self.endpoint!r} is not an http(s) URL")
             if self.key_from is None:
@@ -220,7 +225,7 @@ _converter = cattrs.Converter()
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     atomic_write(path, data, FILE_MODE, fsync=False)
 
 
@@ -302,7 +307,7 @@ class HeadlessAdapter:
             return Path(self.options.worktree_root).absolute() / worker
         env_root = self.environ.get(WORKTREES_ENV)
         if env_root:
-            return Path(env_root).expanduser().absolute() / name / worker
+            return expand(env_root).absolute() / name / worker
         return main.parent / f"{name}.fleet" / worker
 
     # -- the Adapter protocol ---------------------------------------------------------------
@@ -386,9 +391,7 @@ class HeadlessAdapter:
         """A follow-up: resume the worker's session with the text of ``text_file`` as the
         prompt (``claude -p --resume <session>``, ``codex exec resume <session>``)."""
         worker = _worker_of(workspace)
-        text = Path(text_file).read_text(encoding="utf-8")
-        if not text.strip():
-            raise SettingsError(f"follow-up file {text_file} is empty")
+        text = read_prompt(text_file, "follow-up file")
         record = self.record(worker)
         self._refuse_running(worker)
         state = _state(self.home, worker, self.clock)
@@ -529,11 +532,12 @@ class HeadlessAdapter:
 
     def _maybe_record(self, worker: str) -> LaunchRecord | None:
         path = self.state_dir(worker) / "launch.json"
-        try:
-            data = orjson.loads(path.read_bytes())
-        except FileNotFoundError:
+        raw = read_input(path, "launch record", missing_ok=True)
+        if raw is None:
             return None
-        except (OSError, orjson.JSONDecodeError) as exc:
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
             raise SettingsError(f"cannot read {path}: {exc}") from exc
         try:
             return _converter.structure(data, LaunchRecord)
@@ -548,7 +552,8 @@ class HeadlessAdapter:
         if config.exists():
             # A leftover dir may hold another login or session: never reuse one silently.
             raise Refused(f"config dir {config} already exists; remove it or pick another id")
-        config.mkdir(mode=DIR_MODE, parents=True)
+        ensure_dir(config.parent)
+        config.mkdir(mode=DIR_MODE)
         from fleet import _hooks
 
         if record.tool == "claude":
@@ -579,7 +584,7 @@ class HeadlessAdapter:
         if record.key_from is not None:
             key = resolve_key(record.key_from, environ=self.environ, runner=self.runner)
         state = self.state_dir(record.worker)
-        state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        ensure_dir(state)
         run = 1 + sum(1 for _ in state.glob("run-*.json"))
         spec = build_run(
             record, home=self.home, run=run, prompt=prompt, resume=resume, output_dir=state
@@ -611,8 +616,9 @@ class HeadlessAdapter:
 
     def supervisor(self, worker: str) -> dict[str, Any] | None:
         try:
-            data = orjson.loads((self.state_dir(worker) / "supervisor.json").read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            raw = read_input(self.state_dir(worker) / "supervisor.json", "supervisor record")
+            data = orjson.loads(raw or b"")
+        except (SettingsError, orjson.JSONDecodeError):
             return None
         return data if isinstance(data, dict) else None
 
@@ -891,12 +897,7 @@ def _key_source_vars(record: LaunchRecord) -> tuple[str, ...]:
 
 
 def _prompt(brief: Path) -> str:
-    try:
-        text = Path(brief).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read brief {brief}: {exc}") from exc
-    if not text.strip():
-        raise SettingsError(f"brief {brief} is empty")
+    text = read_prompt(brief, "brief")
     # A prompt starting with '-' would be read as an option.
     return "\n" + text if text.lstrip().startswith("-") else text
 
@@ -943,14 +944,23 @@ def _state(home: Path, worker: str, clock: Clock) -> WorkerState:
         return fleet.state(worker)
 
 
-def _tail(path: Path, lines: int) -> str:
+def _tail(path: Path, lines: int, limit: int = 256 * 1024) -> str:
+    """The last ``lines`` lines of an output file (of its last ``limit`` bytes); nothing for
+    what is not a regular file (opened without blocking: a FIFO there cannot hang a read)."""
     try:
-        with path.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - 256 * 1024))
-            data = f.read().decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return ""
+        start = max(0, st.st_size - limit)
+        data = os.pread(fd, st.st_size - start, start).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     return "\n".join(data.splitlines()[-lines:])
 
 
@@ -997,8 +1007,12 @@ def start_worker(
     until every other worker of the profile that is still starting up has journaled its first
     event, because a starting Claude Code rewrites the profile's state file."""
     validate_worker_id(worker)
+    for name, value in (("profile", profile), ("model", model), ("small model", small_model),
+                        ("permission mode", permission_mode), ("effort", effort), ("base", base),
+                        ("endpoint", endpoint), ("key variable", key_var)):
+        _check_argument(name, value)
     brief = Path(task).absolute()
-    _prompt(brief)  # refuse a missing or empty brief before anything is created
+    _prompt(brief)  # refuse a brief no agent could be given before anything is created
     opts = options or HeadlessOptions(
         endpoint=endpoint,
         key_from=key_from,
@@ -1064,6 +1078,19 @@ def start_worker(
     return _state(adapter.home, worker, adapter.clock)
 
 
+def _check_argument(name: str, value: str | None) -> None:
+    """A value that ends up in the agent's command line or environment: no NUL byte (no
+    process can be given one) and valid Unicode (no lone surrogate)."""
+    if value is None:
+        return
+    if "\x00" in value:
+        raise SettingsError(f"the {name} contains a NUL byte")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingsError(f"the {name} is not valid UTF-8 text") from None
+
+
 @contextlib.contextmanager
 def _profile_lock(home: Path, profile: str | None) -> Iterator[None]:
     """Held from the wait for a profile's starting workers until this one is registered, so
@@ -1072,7 +1099,7 @@ def _profile_lock(home: Path, profile: str | None) -> Iterator[None]:
         yield
         return
     locks = home / "locks"
-    locks.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    ensure_dir(locks)
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in profile)
     fd = os.open(locks / f"profile-{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
@@ -1123,7 +1150,7 @@ def _undo_workspace(adapter: HeadlessAdapter, workspace: Workspace, worker: str)
 
 
 def _task_title(brief: Path) -> str:
-    for line in brief.read_text(encoding="utf-8").splitlines():
+    for line in read_prompt(brief, "brief").splitlines():
         text = line.strip().lstrip("#").strip()
         if text:
             return text[:120]
