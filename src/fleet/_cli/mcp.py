@@ -88,6 +88,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _targets(p)
     p.add_argument("--print", action="store_true", dest="print_only",
                    help="write nothing: print the `claude mcp add` line and the Codex table")
+    p.add_argument("--env-var", action="append", default=[], metavar="NAME",
+                   help="Codex: a variable to pass on to the server (repeatable; fleet's own "
+                   "FLEET_* settings and the --key-from variable always are); Claude Code "
+                   "passes on its whole environment")
     _serve_options(p)
     add_json(p)
     add_examples(
@@ -241,13 +245,14 @@ def cmd_install(args: argparse.Namespace) -> int:
     argv = _argv(args)
     if args.print_only:
         line = mcp_install.claude_add_line(argv, args.name)
-        snippet = mcp_install.codex_snippet(argv, args.name)
+        snippet = mcp_install.codex_snippet(argv, args.name, args.env_var)
         if args.json:
             print_json({"claude": line, "codex": snippet, "command": argv})
         else:
             print(f"Claude Code:\n  {line}\n\nCodex (config.toml):\n{snippet}", end="")
         return Exit.OK
-    changes = [mcp_install.install(t, argv, args.name) for t in _resolved_targets(args)]
+    changes = [mcp_install.install(t, argv, args.name, args.env_var)
+               for t in _resolved_targets(args)]
     if args.json:
         print_json(changes)
     else:

@@ -34,6 +34,16 @@ DEFAULT_NAME: Final = "fleet"
 CODEX_TOOL_TIMEOUT: Final = 120
 #: and on a server that has not answered ``initialize`` within ``startup_timeout_sec``.
 CODEX_STARTUP_TIMEOUT: Final = 30
+#: Variables a Codex passes on to the server when set (it passes only a few of its own by
+#: default): fleet's own settings, and whatever --env-var and an env: key source name.
+FORWARDED_VARS: Final = (
+    "FLEET_SETTINGS",
+    "FLEET_PROFILES",
+    "FLEET_CLAUSONA",
+    "FLEET_WORKTREES",
+    "FLEET_CLAUDE",
+    "FLEET_CODEX",
+)
 ATTEMPTS: Final = 5
 RETRY_DELAY: Final = 0.2
 
@@ -80,19 +90,38 @@ def claude_add_line(argv: Sequence[str], name: str = DEFAULT_NAME) -> str:
     return shlex.join(["claude", "mcp", "add", "--scope", "user", name, "--", *argv])
 
 
-def codex_table(argv: Sequence[str]) -> dict[str, Any]:
+def forwarded_vars(argv: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+    """The variables a Codex should pass on to the server: fleet's own, the variable of the
+    server's ``--key-from env:NAME``, and ``extra``."""
+    names = list(FORWARDED_VARS)
+    for i, word in enumerate(argv[:-1]):
+        if word == "--key-from" and argv[i + 1].startswith("env:"):
+            names.append(argv[i + 1][len("env:") :])
+    names += list(extra)
+    for name in names:
+        if not name or not (name.replace("_", "a").isalnum() and not name[0].isdigit()):
+            raise SettingsError(f"--env-var {name!r} is not an environment variable name")
+    return list(dict.fromkeys(names))
+
+
+def codex_table(argv: Sequence[str], env_vars: Sequence[str] = ()) -> dict[str, Any]:
     return {
         "command": argv[0],
         "args": list(argv[1:]),
+        "env_vars": forwarded_vars(argv, env_vars),
+        # a coordinator's session needs these tools: Codex waits for a required server
+        # before the first turn (an optional one that starts slower is left out of it)
+        "required": True,
         "startup_timeout_sec": CODEX_STARTUP_TIMEOUT,
         "tool_timeout_sec": CODEX_TOOL_TIMEOUT,
     }
 
 
-def codex_snippet(argv: Sequence[str], name: str = DEFAULT_NAME) -> str:
+def codex_snippet(argv: Sequence[str], name: str = DEFAULT_NAME,
+                  env_vars: Sequence[str] = ()) -> str:
     doc = tomlkit.document()
     servers = tomlkit.table(is_super_table=True)
-    servers[name] = codex_table(argv)
+    servers[name] = codex_table(argv, env_vars)
     doc["mcp_servers"] = servers
     return tomlkit.dumps(doc)
 
@@ -128,7 +157,8 @@ def current(target: Target, name: str = DEFAULT_NAME) -> Mapping[str, Any] | Non
     return entry if isinstance(entry, Mapping) else None
 
 
-def install(target: Target, argv: Sequence[str], name: str = DEFAULT_NAME) -> McpChange:
+def install(target: Target, argv: Sequence[str], name: str = DEFAULT_NAME,
+            env_vars: Sequence[str] = ()) -> McpChange:
     """Add (or refresh) the server entry ``name``; refuse to replace another server's."""
     existing = current(target, name)
     if existing is not None and not is_fleet_server(existing):
@@ -138,7 +168,7 @@ def install(target: Target, argv: Sequence[str], name: str = DEFAULT_NAME) -> Mc
         )
     if target.tool == "claude":
         return _install_claude(target, argv, name)
-    return _install_codex(target, argv, name)
+    return _install_codex(target, argv, name, env_vars)
 
 
 def _install_claude(target: Target, argv: Sequence[str], name: str) -> McpChange:
@@ -167,7 +197,9 @@ def _install_claude(target: Target, argv: Sequence[str], name: str) -> McpChange
                      command=tuple(argv), backup=backup)
 
 
-def _install_codex(target: Target, argv: Sequence[str], name: str) -> McpChange:
+def _install_codex(
+    target: Target, argv: Sequence[str], name: str, env_vars: Sequence[str]
+) -> McpChange:
     path = target_file(target)
     doc, raw = read_toml(path)
     found = doc.get("mcp_servers")
@@ -177,7 +209,7 @@ def _install_codex(target: Target, argv: Sequence[str], name: str) -> McpChange:
     if not isinstance(found, MutableMapping):
         raise SettingsError(f"{path}: 'mcp_servers' is not a table; left it untouched")
     servers: MutableMapping[str, Any] = found
-    wanted = codex_table(argv)
+    wanted = codex_table(argv, env_vars)
     old = servers.get(name)
     if isinstance(old, Mapping) and {k: _plain(v) for k, v in old.items()} == wanted:
         return McpChange(tool="codex", file=str(path), name=name, changed=False,

@@ -329,6 +329,9 @@ class FleetServer:
                     content, meta = channel_message(state)
                     self.pushed.append(state.mark)
                     await connection.notify(CHANNEL_METHOD, {"content": content, "meta": meta})
+                    sys.stderr.write(f"fleet mcp: pushed {state.mark}: {state.worker} needs "
+                                     f"attention ({state.state}, {state.reason})\n")
+                    sys.stderr.flush()
         finally:
             send.close()
             watcher.close()
