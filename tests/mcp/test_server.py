@@ -322,3 +322,35 @@ def test_who_is_pushed_to(repo: Repo, client: str, push: str, expected: bool) ->
         assert bool(mcp.channel(timeout=3 if expected else 1.5)) is expected
     finally:
         assert mcp.close() == 0
+
+
+def test_start_on_an_app_hosted_adapter(repo: Repo, tmp_path: Path) -> None:
+    """herdr (the fake CLI): the worktree, the pane, the agent on its profile, the brief."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "herdr").symlink_to(Path(__file__).resolve().parents[1] / "fakes" / "herdr")
+    state = tmp_path / "herdr-state.json"
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HERDR_FAKE_STATE": str(state),
+           "FLEET_CLAUSONA": str(bin_dir / "no-clausona")}
+    with serving(["--repo", str(repo.path)], env=env) as mcp:
+        error, text = mcp.call("start", {"worker": "h1", "brief": "Docs.", "adapter": "herdr"})
+        assert error and "a herdr worker runs on a clausona profile" in text
+        error, text = mcp.call("start", {"worker": "h1", "brief": "Docs.", "adapter": "herdr",
+                                         "profile": "claude:work", "endpoint": "http://x"})
+        assert error and "endpoint is for headless workers only" in text
+        started = mcp.ok("start", {"worker": "h1", "brief": "Write the docs.\n",
+                                   "adapter": "herdr", "profile": "claude:work",
+                                   "model": "sonnet"})
+        assert (started["worker"], started["adapter"], started["profile"]) == (
+            "h1", "herdr", "claude:work")
+        assert started["branch"] == "fleet/h1" and started["handle"]["pane"]
+        [listed] = mcp.ok("status", {"workers": ["h1"]})
+        assert set(listed) == set(started)  # the shape of `fleet status --json`
+        assert {k: listed[k] for k in ("handle", "worktree", "branch", "base")} == {
+            k: started[k] for k in ("handle", "worktree", "branch", "base")}
+    calls = json.loads(state.read_text())["calls"]
+    [prompt] = [c for c in calls if c[:2] == ["agent", "prompt"]]
+    brief = Path(prompt[3].removeprefix("Read the brief in ").removesuffix(
+        " and do what it says."))
+    assert brief.read_text() == "Write the docs.\n"
+    assert brief.parent == Path(os.environ["FLEET_HOME"]) / "mcp" / "briefs"

@@ -152,7 +152,9 @@ class Scope:
             raise SettingsError(f"{what}: empty path")
         path = Path(given).expanduser()
         if not path.is_absolute():
-            raise SettingsError(f"{what} {given}: give an absolute path")
+            if len(self.repositories) != 1:
+                raise SettingsError(f"{what} {given}: give an absolute path")
+            path = self.repositories[0].path / path
         real = _real(path)
         if not real.is_file():
             raise SettingsError(f"{what} {given} does not exist")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import math
+import os
 import signal
 import sys
 import threading
@@ -59,6 +60,8 @@ CLAUDE_CODE_CLIENT: Final = "claude-code"
 SKILL_URI: Final = "fleet://skill"
 STATUS_URI: Final = "fleet://status"
 JOURNAL_TEMPLATE: Final = "fleet://workers/{worker}/journal"
+#: Seconds a signalled server gives its calls to end before it leaves.
+SHUTDOWN_GRACE: Final = 0.05
 #: Resources listed at most (every worker's journal stays readable through the template).
 LISTED_JOURNALS: Final = 100
 
@@ -359,7 +362,13 @@ class FleetServer:
             async def on_signal() -> None:
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
+                        # Cancelling ends the running calls (and the children they run) at
+                        # once; only the read of stdin cannot be interrupted, so the process
+                        # leaves without it (Claude Code escalates after 100 ms).
                         tg.cancel_scope.cancel()
+                        timer = threading.Timer(SHUTDOWN_GRACE, os._exit, args=(0,))
+                        timer.daemon = True
+                        timer.start()
                         return
 
             tg.start_soon(on_signal)

@@ -107,8 +107,8 @@ def specs(max_wait: float = DEFAULT_MAX_WAIT) -> list[ToolSpec]:
             "starting nothing: the JSON of `fleet plan TASKS --json` (rows with profile, "
             "model, reason; needsOk when the user must agree first).",
             properties={
-                "tasks": _s("absolute path of the TASKS.toml, inside a repository of this "
-                            "server or its fleet home"),
+                "tasks": _s("path of the TASKS.toml (absolute, or in the repository), inside "
+                            "a repository of this server or its fleet home"),
                 "use": _strings("only these profiles (replaces the settings' workers)"),
                 "assign": {"type": "object", "additionalProperties": {"type": "string"},
                            "description": "task name -> profile, whatever the defaults say"},
@@ -137,8 +137,8 @@ def specs(max_wait: float = DEFAULT_MAX_WAIT) -> list[ToolSpec]:
             properties={
                 "worker": WORKER,
                 "brief": _s("the brief's text (saved under the fleet home); or brief_file"),
-                "brief_file": _s("absolute path of a brief file inside a repository or the "
-                                 "fleet home"),
+                "brief_file": _s("path of a brief file (absolute, or in the repository), "
+                                 "inside a repository or the fleet home"),
                 "repo": _s("the repository (default: this server's only one)"),
                 "adapter": _s("what hosts the worker (default headless)", enum=list(ADAPTERS)),
                 "tool": _s("the agent CLI (default claude; a profile's own tool wins)",
@@ -205,8 +205,8 @@ def specs(max_wait: float = DEFAULT_MAX_WAIT) -> list[ToolSpec]:
             properties={
                 "worker": WORKER,
                 "text": _s("the follow-up's text"),
-                "file": _s("absolute path of a follow-up file inside a repository or the "
-                           "fleet home"),
+                "file": _s("path of a follow-up file (absolute, or in the repository), "
+                           "inside a repository or the fleet home"),
             },
             required=("worker",),
         ),
@@ -475,7 +475,7 @@ class Tools:
         return [self.python, "-m", "fleet", "--home", str(self.scope.home), *args]
 
     async def fleet(self, *args: str) -> CliResult:
-        """Run ``fleet ARGS``; a cancelled call ends the process."""
+        """Run ``fleet ARGS``; a cancelled wait ends its process."""
         proc = await anyio.open_process(
             self.argv(*args),
             stdin=subprocess.DEVNULL,
@@ -497,11 +497,15 @@ class Tools:
                 tg.start_soon(drain, proc.stderr, err)
             code = await proc.wait()
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-                await proc.aclose()
+            if args[:1] == ("wait",):  # only reads: end it with the call
+                with anyio.CancelScope(shield=True):
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    await proc.wait()
+                    await proc.aclose()
+            # A verb that acts (start, retire, ...) is left to finish what it began: it runs
+            # in a session of its own, so it outlives the server, and its outcome is
+            # journaled.
             raise
         await proc.aclose()
         return CliResult(
