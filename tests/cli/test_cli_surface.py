@@ -38,8 +38,10 @@ EVERY = _walk(build_parser())
 #: Command groups only dispatch to their subcommands (each of which has --json); alone they
 #: print their own help and exit 2, so there is nothing for --json to shape.
 GROUPS = {path for path, parser in EVERY if _subcommands(parser)}
-#: Commands that never print anything but help. Empty: every command that runs prints.
-NEVER_PRINT: dict[tuple[str, ...], str] = {}
+#: Commands that print nothing a --json switch could shape (`mcp serve` speaks MCP on stdout).
+NEVER_PRINT: dict[tuple[str, ...], str] = {
+    ("mcp", "serve"): "speaks MCP on stdout, and nothing else",
+}
 
 
 def _ids(items: list[tuple[tuple[str, ...], argparse.ArgumentParser]]) -> list[str]:
@@ -57,7 +59,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_the_walk_covers_every_command() -> None:
     assert {path[0] for path, _ in EVERY} == set(COMMANDS)
-    assert {("hooks",), ("settings",), ("superset",), ("workspace",)} == GROUPS
+    assert {("hooks",), ("mcp",), ("settings",), ("superset",), ("workspace",)} == GROUPS
     assert len(EVERY) > len(COMMANDS)  # subcommands were found too
 
 

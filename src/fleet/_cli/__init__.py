@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.plan",
     "fleet._cli.hooks",
     "fleet._cli.adapters",
+    "fleet._cli.mcp",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -52,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "workspace": "fleet._cli.adapters",
     "send": "fleet._cli.adapters",
     "hand-over": "fleet._cli.adapters",
+    "mcp": "fleet._cli.mcp",
 }
 
 DESCRIPTION = """\

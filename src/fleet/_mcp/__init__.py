@@ -1,0 +1,31 @@
+"""``fleet mcp``: fleet's verbs as tools of a stdio MCP server, for a coordinator agent.
+
+- :mod:`fleet._mcp.scope`: what the server may act on (FLEET_HOME and the repositories it was
+  told to use), which key sources a tool may name, and keeping keys out of results.
+- :mod:`fleet._mcp.tools`: one tool per CLI verb, each a call of the ``fleet`` command itself
+  with ``--json``, so a tool's result is exactly what the CLI prints.
+- :mod:`fleet._mcp.server`: the server (the official MCP SDK, an optional extra), its
+  resources and prompt, and the wake-ups it pushes into a Claude Code session.
+- :mod:`fleet._mcp.install`: ``fleet mcp install`` for a Claude Code config dir or a Codex
+  home.
+
+Only :mod:`fleet._mcp.server` imports the SDK; ``import fleet`` imports none of this.
+"""
+
+from __future__ import annotations
+
+#: What ``fleet mcp serve`` says when the SDK is missing.
+SDK_MISSING = (
+    "fleet mcp needs the MCP SDK, an optional extra: pip install 'fleet[mcp]' "
+    "(or pip install 'mcp>=2.3,<3' next to fleet)"
+)
+
+
+def sdk_available() -> bool:
+    """Whether the MCP SDK can be imported (without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("mcp.server.lowlevel") is not None
+    except (ImportError, ValueError):
+        return False

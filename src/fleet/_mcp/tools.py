@@ -1,0 +1,810 @@
+"""The tools of ``fleet mcp``: one per CLI verb, with the CLI's options as arguments and the
+CLI's ``--json`` output as the result.
+
+Each call runs the ``fleet`` command itself (``python -m fleet --home HOME VERB ... --json``,
+stdin closed), so a tool means exactly what its verb means and returns exactly what the verb
+prints: the same functions build the same JSON. A child process per call also keeps the
+server's stdout (the MCP stream) clean, lets a cancelled ``wait`` be ended with its process,
+and keeps any failure of a verb away from the server. A verb's one-line error becomes the
+tool's error. Arguments are checked before anything runs: worker ids and marks by fleet's own
+parsers, every free-text value passed as ``--option=value`` (never read as an option), files
+and repositories against the server's :class:`~fleet._mcp.scope.Scope`.
+
+Starting a worker on an app-hosted adapter (Superset, herdr) has no CLI verb: it runs here,
+through the adapter's own verbs, and returns the worker's state as ``fleet status --json``
+shows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import attrs
+
+from fleet._core.ids import parse_mark, validate_worker_id
+from fleet._errors import FleetError, Refused, SettingsError
+from fleet._files import atomic_write
+from fleet._home import DIR_MODE, FILE_MODE
+from fleet._mcp.scope import Scope, redact, secrets, tool_key_source
+
+#: How long ``wait`` blocks when the call names no timeout, and at most: MCP clients give up
+#: on a tool call after a limit of their own (Codex's default is 60 s), and a coordinator loses
+#: nothing by calling ``wait`` again with the marks it has.
+DEFAULT_MAX_WAIT: Final = 50.0
+ADAPTERS: Final = ("headless", "superset", "herdr")
+TOOLS_: Final = ("claude", "codex")
+
+
+class ToolFailure(Exception):
+    """A tool call that failed; its message is one line, shown to the model as the error."""
+
+
+# -- tool descriptions ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    properties: Mapping[str, Any]
+    required: tuple[str, ...] = ()
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": dict(self.properties),
+            "additionalProperties": False,
+        }
+        if self.required:
+            schema["required"] = list(self.required)
+        return schema
+
+
+def _s(description: str, **more: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **more}
+
+
+def _strings(description: str, **more: Any) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description, **more}
+
+
+def _number(description: str, **more: Any) -> dict[str, Any]:
+    return {"type": "number", "minimum": 0, "description": description, **more}
+
+
+def _flag(description: str) -> dict[str, Any]:
+    return {"type": "boolean", "description": description}
+
+
+WORKER = _s("worker id: lowercase letters, digits, '.', '_', '-'")
+WORKERS = _strings("worker ids (default: every worker)")
+SEEN = _strings("marks already handled (WORKER@SEQ or WORKER@SEQq), as wait and status print them")
+QUIET = _number("seconds without events before a running worker reads as quiet (default 300)")
+CMDS = _strings("check commands from the brief, each run with sh -c in the worktree")
+
+
+def specs(max_wait: float = DEFAULT_MAX_WAIT) -> list[ToolSpec]:
+    """Every tool, in the order a coordinator meets them."""
+    return [
+        ToolSpec(
+            name="plan",
+            title="Plan tasks",
+            description="Route the tasks of a TASKS.toml to clausona profiles and say why, "
+            "starting nothing: the JSON of `fleet plan TASKS --json` (rows with profile, "
+            "model, reason; needsOk when the user must agree first).",
+            properties={
+                "tasks": _s("path of the TASKS.toml (absolute, or in the repository), inside "
+                            "a repository of this server or its fleet home"),
+                "use": _strings("only these profiles (replaces the settings' workers)"),
+                "assign": {"type": "object", "additionalProperties": {"type": "string"},
+                           "description": "task name -> profile, whatever the defaults say"},
+                "start": _flag("the user said to start without asking"),
+            },
+            required=("tasks",),
+            read_only=True,
+        ),
+        ToolSpec(
+            name="profiles",
+            title="Profiles",
+            description="clausona profiles with quota headroom and whether each may be a "
+            "worker now: the JSON of `fleet profiles --json`.",
+            properties={},
+            read_only=True,
+        ),
+        ToolSpec(
+            name="start",
+            title="Start a worker",
+            description="Create the worktree and branch fleet/WORKER and start an agent there "
+            "on the brief. adapter headless (default) runs `claude -p` / `codex exec` under a "
+            "supervisor, as `fleet start`: give a clausona profile, or an endpoint with "
+            "key_from, or neither for the tool's own config. adapter superset or herdr starts "
+            "it in that app on a profile. Returns the worker's state (as `fleet status --json` "
+            "shows one worker). Then call wait.",
+            properties={
+                "worker": WORKER,
+                "brief": _s("the brief's text (saved under the fleet home); or brief_file"),
+                "brief_file": _s("path of a brief file (absolute, or in the repository), "
+                                 "inside a repository or the fleet home"),
+                "repo": _s("the repository (default: this server's only one)"),
+                "adapter": _s("what hosts the worker (default headless)", enum=list(ADAPTERS)),
+                "tool": _s("the agent CLI (default claude; a profile's own tool wins)",
+                           enum=list(TOOLS_)),
+                "profile": _s("clausona profile to run on, e.g. claude:work"),
+                "endpoint": _s("headless: an API endpoint; the worker gets a config dir of its "
+                               "own"),
+                "key_from": _s("the endpoint's key: env:NAME or keyring:SERVICE/USER"),
+                "key_var": _s("the variable that carries the key to the agent"),
+                "model": _s("the model"),
+                "small_model": _s("headless: the small model (background calls, fallback)"),
+                "permission_mode": _s("Claude permission mode, or Codex sandbox"),
+                "effort": _s("effort level (low, medium, high, ...)"),
+                "base": _s("where the branch starts (default: the repository's HEAD)"),
+                "timeout": _number("headless: wall-clock limit of the run in seconds"),
+                "retries": {"type": "integer", "minimum": 0,
+                            "description": "headless: retries after overload (default 3)"},
+                "backoff": _number("headless: first backoff delay in seconds (default 2)"),
+            },
+            required=("worker",),
+        ),
+        ToolSpec(
+            name="status",
+            title="Status",
+            description="Every worker (or the named ones) as of now, with state, reason, "
+            "mark and needs_attention: the JSON of `fleet status --json`. Never blocks.",
+            properties={"workers": WORKERS, "seen": SEEN, "quiet_after": QUIET},
+            read_only=True,
+        ),
+        ToolSpec(
+            name="wait",
+            title="Wait for a worker",
+            description="Block until a worker (default: every worker not retired) needs "
+            "attention: stopped, quiet, blocked, done or gone, with a mark not seen. Returns "
+            'the JSON of `fleet wait --json`: result "attention" with each worker and what to '
+            'do next, or "timeout". It blocks at most `timeout` seconds (default and most '
+            f"{max_wait:g}): when it times out, call it again. Pass every mark you have "
+            "handled in seen (or record them with the seen tool).",
+            properties={
+                "workers": _strings("worker ids (default: every worker not retired)"),
+                "seen": SEEN,
+                "timeout": _number(f"seconds to block, at most {max_wait:g}"),
+                "quiet_after": QUIET,
+            },
+            read_only=True,
+        ),
+        ToolSpec(
+            name="seen",
+            title="Record marks as seen",
+            description="Journal the marks you have handled, so wait never wakes you for "
+            "them again (it survives your context being compacted): the JSON of "
+            "`fleet seen MARK... --json`.",
+            properties={"marks": _strings("marks, as wait and status print them", minItems=1)},
+            required=("marks",),
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="send",
+            title="Send a follow-up",
+            description="Deliver a follow-up to a worker through its host (a resumed session "
+            "for headless workers, the terminal or pane in an app); the state it answers "
+            "counts as seen. Give the text (saved under the fleet home) or a file: the JSON "
+            "of `fleet send WORKER FILE --json`.",
+            properties={
+                "worker": WORKER,
+                "text": _s("the follow-up's text"),
+                "file": _s("path of a follow-up file (absolute, or in the repository), "
+                           "inside a repository or the fleet home"),
+            },
+            required=("worker",),
+        ),
+        ToolSpec(
+            name="hand_over",
+            title="Hand a worker over",
+            description="Start a worker's task again on another profile or model in the same "
+            "worktree (after a usage limit, or when stuck): the JSON of `fleet hand-over "
+            "--json`.",
+            properties={
+                "worker": WORKER,
+                "profile": _s("clausona profile to hand the task to"),
+                "model": _s("model to run"),
+                "brief_file": _s("the task's brief (default: the one it was started with)"),
+                "permission_mode": _s("Claude permission mode"),
+                "effort": _s("effort level"),
+            },
+            required=("worker",),
+        ),
+        ToolSpec(
+            name="check",
+            title="Check a DONE claim",
+            description="Check a worker's claim in its worktree: commits since the base, a "
+            "clean worktree, HEAD pushed to its upstream, and each check command passing. "
+            "The verdict (checked or failed, with one finding per problem) is journaled and "
+            "returned: the JSON of `fleet check --json`.",
+            properties={
+                "worker": WORKER,
+                "base": _s("compare with this ref (default: the registered base)"),
+                "cmds": CMDS,
+                "timeout": _number("seconds each check command may run (default 900)"),
+            },
+            required=("worker",),
+        ),
+        ToolSpec(
+            name="retire",
+            title="Retire workers",
+            description="Remove the worktrees of checked, clean, pushed workers (never "
+            "forced; the branch is kept and the state snapshotted to a ref), and only those: "
+            "the JSON of `fleet retire --json`, one outcome per worker with the reason it was "
+            "kept. In ask mode (the default, or the retire setting) nothing is removed unless "
+            "confirm is true: without it the outcomes list what would be retired, 'not "
+            "confirmed'; ask the user, then call again with confirm.",
+            properties={
+                "workers": _strings("worker ids"),
+                "all_done": _flag("every worker that claimed done (instead of names)"),
+                "mode": _s("ask or auto (default: the retire setting)", enum=["ask", "auto"]),
+                "confirm": _flag("the user confirmed: retire in ask mode"),
+                "base": _s("base for a claim checked here"),
+                "cmds": CMDS,
+            },
+            destructive=True,
+        ),
+        ToolSpec(
+            name="stop",
+            title="Stop a headless worker",
+            description="Stop a running headless worker (its whole process group); its state "
+            "becomes gone(stopped) and its worktree stays: the JSON of `fleet stop --json`.",
+            properties={
+                "worker": WORKER,
+                "wait": _number("seconds to wait for its supervisor (default 30)"),
+            },
+            required=("worker",),
+            destructive=True,
+        ),
+        ToolSpec(
+            name="report",
+            title="Report",
+            description="One line per worker: profile and model, workspace and branch, "
+            "verdict checked or only claimed, retired or kept and why: the JSON of "
+            "`fleet report --json`.",
+            properties={"workers": WORKERS},
+            read_only=True,
+        ),
+        ToolSpec(
+            name="log",
+            title="A worker's journal",
+            description="A worker's journal, decoded, one event per entry with its seq (the "
+            "number in marks): the JSON of `fleet log WORKER --json`, or its last entries.",
+            properties={
+                "worker": WORKER,
+                "last": {"type": "integer", "minimum": 1,
+                         "description": "only the last N events"},
+            },
+            required=("worker",),
+            read_only=True,
+        ),
+    ]
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+class Args:
+    """A tool call's arguments, checked as they are read; unknown ones are refused."""
+
+    def __init__(self, spec: ToolSpec, raw: Mapping[str, Any] | None) -> None:
+        self.raw = dict(raw or {})
+        unknown = sorted(set(self.raw) - set(spec.properties))
+        if unknown:
+            raise SettingsError(
+                f"{spec.name}: unknown argument {', '.join(unknown)} (known: "
+                f"{', '.join(spec.properties) or 'none'})"
+            )
+        for name in spec.required:
+            if self.raw.get(name) in (None, "", []):
+                raise SettingsError(f"{spec.name}: {name} is required")
+
+    def text(self, name: str) -> str | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise SettingsError(f"{name} must be a string")
+        if "\0" in value:
+            raise SettingsError(f"{name} must not contain NUL")
+        return value if value.strip() else None
+
+    def one_line(self, name: str) -> str | None:
+        value = self.text(name)
+        if value is not None and ("\n" in value or "\r" in value):
+            raise SettingsError(f"{name} must be one line")
+        return value
+
+    def texts(self, name: str) -> list[str]:
+        value = self.raw.get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{name} must be a list of strings")
+        if any("\0" in v for v in value):
+            raise SettingsError(f"{name} must not contain NUL")
+        return list(value)
+
+    def number(self, name: str) -> float | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingsError(f"{name} must be a number")
+        if not 0 <= value < float("inf"):
+            raise SettingsError(f"{name} must be 0 or more, not {value!r}")
+        return float(value)
+
+    def integer(self, name: str, minimum: int = 0) -> int | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SettingsError(f"{name} must be a whole number")
+        if value < minimum:
+            raise SettingsError(f"{name} must be {minimum} or more, not {value}")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.raw.get(name, False)
+        if not isinstance(value, bool):
+            raise SettingsError(f"{name} must be true or false")
+        return value
+
+    def choice(self, name: str, choices: Sequence[str]) -> str | None:
+        value = self.one_line(name)
+        if value is not None and value not in choices:
+            raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    def worker(self, name: str = "worker") -> str:
+        value = self.one_line(name)
+        if value is None:
+            raise SettingsError(f"{name} is required")
+        return validate_worker_id(value)
+
+    def workers(self, name: str = "workers") -> list[str]:
+        return [validate_worker_id(w) for w in self.texts(name)]
+
+    def marks(self, name: str) -> list[str]:
+        return [str(parse_mark(m)) for m in self.texts(name)]
+
+
+def _opt(name: str, value: str | float | int | None) -> list[str]:
+    """``--name=value`` (one word, never read as an option), or nothing."""
+    if value is None:
+        return []
+    if isinstance(value, float):
+        value = f"{value:g}"
+    return [f"--{name}={value}"]
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+# -- the tools --------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Tools:
+    """The tool calls of one server: checks, then the ``fleet`` command."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        *,
+        python: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        quiet_after: float | None = None,
+        endpoint: str | None = None,
+        key_from: str | None = None,
+        key_var: str | None = None,
+    ) -> None:
+        self.scope = scope
+        self.python = python or sys.executable
+        self.environ: dict[str, str] = dict(os.environ if environ is None else environ)
+        self.max_wait = max_wait
+        self.quiet_after = quiet_after
+        self.endpoint = endpoint
+        self.key_from = key_from
+        self.key_var = key_var
+        self.specs = {s.name: s for s in specs(max_wait)}
+        self._calls: dict[str, Callable[[Args], Any]] = {
+            "plan": self._plan,
+            "profiles": self._profiles,
+            "start": self._start,
+            "status": self._status,
+            "wait": self._wait,
+            "seen": self._seen,
+            "send": self._send,
+            "hand_over": self._hand_over,
+            "check": self._check,
+            "retire": self._retire,
+            "stop": self._stop,
+            "report": self._report,
+            "log": self._log,
+        }
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> str:
+        """The tool's result (JSON text, keys redacted), or :class:`ToolFailure`."""
+        spec = self.specs.get(name)
+        if spec is None:
+            raise ToolFailure(f"unknown tool {name!r} (known: {', '.join(self.specs)})")
+        keys = [self.key_from]
+        try:
+            args = Args(spec, arguments)
+            keys.append(args.raw.get("key_from") if isinstance(args.raw.get("key_from"), str)
+                        else None)
+            text: str = await self._calls[name](args)
+        except ToolFailure as exc:
+            raise ToolFailure(redact(str(exc), secrets(keys, self.environ))) from None
+        except FleetError as exc:
+            raise ToolFailure(redact(one_line(exc), secrets(keys, self.environ))) from None
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            raise ToolFailure(f"{exc.strerror or one_line(exc)}{where}") from None
+        return redact(text, secrets(keys, self.environ))
+
+    # -- running fleet ----------------------------------------------------------------------
+
+    def argv(self, *args: str) -> list[str]:
+        return [self.python, "-m", "fleet", "--home", str(self.scope.home), *args]
+
+    async def fleet(self, *args: str) -> CliResult:
+        """Run ``fleet ARGS``; a cancelled wait ends its process."""
+        proc = await anyio.open_process(
+            self.argv(*args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.environ,
+            start_new_session=True,
+        )
+        out: list[bytes] = []
+        err: list[bytes] = []
+
+        async def drain(stream: Any, into: list[bytes]) -> None:
+            async for chunk in stream:
+                into.append(chunk)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, proc.stdout, out)
+                tg.start_soon(drain, proc.stderr, err)
+            code = await proc.wait()
+        except BaseException:
+            if args[:1] == ("wait",):  # only reads: end it with the call
+                with anyio.CancelScope(shield=True):
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    await proc.wait()
+                    await proc.aclose()
+            # A verb that acts (start, retire, ...) is left to finish what it began: it runs
+            # in a session of its own, so it outlives the server, and its outcome is
+            # journaled.
+            raise
+        await proc.aclose()
+        return CliResult(
+            returncode=code,
+            stdout=b"".join(out).decode("utf-8", "replace"),
+            stderr=b"".join(err).decode("utf-8", "replace"),
+        )
+
+    async def json_of(self, *args: str) -> str:
+        """What ``fleet ARGS`` (ending in --json) printed, or its one-line error."""
+        done = await self.fleet(*args)
+        out = done.stdout.strip()
+        if out:
+            try:
+                json.loads(out)
+            except ValueError:
+                pass
+            else:
+                return out
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        message = lines[-1].removeprefix("fleet: ") if lines else ""
+        raise ToolFailure(message or f"fleet {args[0]} exited {done.returncode} and said nothing")
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _quiet(self, args: Args) -> list[str]:
+        quiet = args.number("quiet_after")
+        quiet = quiet if quiet is not None else self.quiet_after
+        return [] if quiet is None else [f"--quiet-after={_num(quiet)}"]
+
+    async def _status(self, args: Args) -> str:
+        workers, seen = args.workers(), args.marks("seen")
+        return await self.json_of(
+            "status", *workers, *(["--seen", *seen] if seen else []), *self._quiet(args),
+            "--json",
+        )
+
+    async def _wait(self, args: Args) -> str:
+        workers, seen = args.workers(), args.marks("seen")
+        asked = args.number("timeout")
+        timeout = self.max_wait if asked is None else min(asked, self.max_wait)
+        return await self.json_of(
+            "wait", *workers, *(["--seen", *seen] if seen else []), *self._quiet(args),
+            f"--timeout={_num(timeout)}", "--json",
+        )
+
+    async def _seen(self, args: Args) -> str:
+        marks = args.marks("marks")
+        if not marks:
+            raise SettingsError("seen: marks is required")
+        return await self.json_of("seen", *marks, "--json")
+
+    async def _report(self, args: Args) -> str:
+        return await self.json_of("report", *args.workers(), "--json")
+
+    async def _log(self, args: Args) -> str:
+        worker = args.worker()
+        last = args.integer("last", 1)
+        text = await self.json_of("log", worker, "--json")
+        if last is None:
+            return text
+        from fleet._cli._common import dumps
+
+        return dumps(json.loads(text)[-last:])
+
+    async def _profiles(self, args: Args) -> str:
+        return await self.json_of("profiles", "--json")
+
+    async def _plan(self, args: Args) -> str:
+        tasks = self.scope.file(args.text("tasks") or "", "tasks file")
+        assign = args.raw.get("assign") or {}
+        if not isinstance(assign, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in assign.items()
+        ):
+            raise SettingsError("assign must map task names to profiles")
+        pairs = []
+        for task, profile in assign.items():
+            if "=" in task or not task.strip() or not profile.strip() or "\n" in task + profile:
+                raise SettingsError(f"assign {task!r}: {profile!r} is not TASK -> PROFILE")
+            pairs.append(f"--assign={task}={profile}")
+        return await self.json_of(
+            "plan", str(tasks), *[f"--use={u}" for u in args.texts("use")], *pairs,
+            *(["--start"] if args.flag("start") else []), "--json",
+        )
+
+    # -- acting on a worker -----------------------------------------------------------------
+
+    async def _in_scope(self, worker: str) -> None:
+        from fleet._fleet import Fleet
+
+        def state() -> tuple[str | None, str]:
+            with Fleet(self.scope.home) as fleet:
+                s = fleet.state(worker)
+            return s.worktree, s.state
+
+        worktree, current = await anyio.to_thread.run_sync(state)
+        self.scope.require_worker(worker, worktree, current)
+
+    async def _check(self, args: Args) -> str:
+        worker = args.worker()
+        await self._in_scope(worker)
+        timeout = args.number("timeout")
+        return await self.json_of(
+            "check", worker, *_opt("base", args.one_line("base")),
+            *[f"--cmd={c}" for c in args.texts("cmds")],
+            *([] if timeout is None else [f"--timeout={_num(timeout)}"]), "--json",
+        )
+
+    async def _retire(self, args: Args) -> str:
+        workers, all_done = args.workers("workers"), args.flag("all_done")
+        if all_done and not workers:
+            from fleet._fleet import Fleet
+
+            def done() -> list[tuple[str, str | None, str]]:
+                with Fleet(self.scope.home) as fleet:
+                    return [(s.worker, s.worktree, s.state) for s in fleet.status()
+                            if s.state == "done"]
+
+            for worker, worktree, state in await anyio.to_thread.run_sync(done):
+                self.scope.require_worker(worker, worktree, state)
+        for worker in workers:
+            await self._in_scope(worker)
+        return await self.json_of(
+            "retire", *workers, *(["--all-done"] if all_done else []),
+            *_opt("mode", args.choice("mode", ("ask", "auto"))),
+            *(["--yes"] if args.flag("confirm") else []),
+            *_opt("base", args.one_line("base")), *[f"--cmd={c}" for c in args.texts("cmds")],
+            "--json",
+        )
+
+    async def _stop(self, args: Args) -> str:
+        worker = args.worker()
+        await self._in_scope(worker)
+        wait = args.number("wait")
+        return await self.json_of(
+            "stop", worker, *([] if wait is None else [f"--wait={_num(wait)}"]), "--json"
+        )
+
+    async def _send(self, args: Args) -> str:
+        worker = args.worker()
+        text, file = args.text("text"), args.text("file")
+        if (text is None) == (file is None):
+            raise SettingsError("send: give the follow-up's text or a file, not both")
+        await self._in_scope(worker)
+        path = (
+            self.scope.file(file, "follow-up file") if file is not None
+            else self._save("followups", worker, text or "")
+        )
+        return await self.json_of("send", worker, str(path), "--json")
+
+    async def _hand_over(self, args: Args) -> str:
+        worker = args.worker()
+        await self._in_scope(worker)
+        brief = args.text("brief_file")
+        path = None if brief is None else self.scope.file(brief, "brief file")
+        return await self.json_of(
+            "hand-over", worker, *_opt("profile", args.one_line("profile")),
+            *_opt("model", args.one_line("model")),
+            *_opt("brief", None if path is None else str(path)),
+            *_opt("permission-mode", args.one_line("permission_mode")),
+            *_opt("effort", args.one_line("effort")), "--json",
+        )
+
+    # -- starting ---------------------------------------------------------------------------
+
+    def _save(self, kind: str, worker: str, text: str) -> Path:
+        """Write a brief or follow-up given as text to a new file under the fleet home."""
+        if not text.strip():
+            raise SettingsError(f"the {kind[:-1]} is empty")
+        folder = self.scope.home / "mcp" / kind
+        folder.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        n = 1
+        while (path := folder / f"{worker}-{stamp}-{n}.md").exists():
+            n += 1
+        atomic_write(path, text.encode("utf-8"), FILE_MODE)
+        return path
+
+    async def _start(self, args: Args) -> str:
+        worker = args.worker()
+        adapter = args.choice("adapter", ADAPTERS) or "headless"
+        repo = self.scope.repository(args.one_line("repo"))
+        brief, brief_file = args.text("brief"), args.text("brief_file")
+        if (brief is None) == (brief_file is None):
+            raise SettingsError("start: give the brief's text or a brief_file, not both")
+        tool = args.choice("tool", TOOLS_)
+        key_from = args.one_line("key_from")
+        key_from = tool_key_source(key_from) if key_from is not None else None
+        endpoint = args.one_line("endpoint")
+        path = (
+            self.scope.file(brief_file, "brief file") if brief_file is not None
+            else self._save("briefs", worker, brief or "")
+        )
+        if adapter != "headless":
+            for name in ("endpoint", "key_from", "key_var", "small_model", "timeout",
+                         "retries", "backoff"):
+                if args.raw.get(name) is not None:
+                    raise SettingsError(f"start: {name} is for headless workers only")
+            return await anyio.to_thread.run_sync(
+                lambda: self._start_in_app(
+                    adapter, worker, path, repo.path, tool=tool or "claude",
+                    profile=args.one_line("profile"), model=args.one_line("model"),
+                    permission_mode=args.one_line("permission_mode"),
+                    effort=args.one_line("effort"), base=args.one_line("base"),
+                )
+            )
+        if endpoint is None and key_from is None:
+            endpoint = self.endpoint
+        if key_from is None and endpoint is not None and endpoint == self.endpoint:
+            key_from = self.key_from
+        key_var = args.one_line("key_var") or (self.key_var if key_from == self.key_from
+                                                else None)
+        retries = args.integer("retries")
+        timeout, backoff = args.number("timeout"), args.number("backoff")
+        return await self.json_of(
+            "start", worker, f"--task={path}", f"--repo={repo.path}",
+            *_opt("profile", args.one_line("profile")), *_opt("endpoint", endpoint),
+            *_opt("key-from", key_from), *_opt("key-var", key_var),
+            *_opt("model", args.one_line("model")),
+            *_opt("small-model", args.one_line("small_model")), *_opt("tool", tool),
+            *_opt("permission-mode", args.one_line("permission_mode")),
+            *_opt("effort", args.one_line("effort")), *_opt("base", args.one_line("base")),
+            *([] if timeout is None else [f"--timeout={_num(timeout)}"]),
+            *([] if retries is None else [f"--retries={retries}"]),
+            *([] if backoff is None else [f"--backoff={_num(backoff)}"]),
+            "--json",
+        )
+
+    def _start_in_app(
+        self,
+        adapter_name: str,
+        worker: str,
+        brief: Path,
+        repo: Path,
+        *,
+        tool: str,
+        profile: str | None,
+        model: str | None,
+        permission_mode: str | None,
+        effort: str | None,
+        base: str | None,
+    ) -> str:
+        """Create the app's workspace and start the agent there, through the adapter."""
+        from fleet import _journal
+        from fleet._cli._common import dumps
+        from fleet._cli.core import state_json
+        from fleet._fleet import Fleet
+        from fleet.adapters import get_adapter
+        from fleet.adapters._base import LaunchSpec
+        from fleet.adapters.superset import workspace_name
+
+        if profile is None:
+            raise SettingsError(f"start: a {adapter_name} worker runs on a clausona profile: "
+                                "give profile")
+        if _journal.exists(self.scope.home, worker):
+            raise Refused(f"worker {worker} already exists; pick another id")
+        ref = base or self._current_branch(repo)
+        with Fleet(self.scope.home) as fleet:
+            adapter = get_adapter(adapter_name, fleet=fleet, home=self.scope.home)
+            title = _title(brief)
+            workspace = adapter.create_workspace(
+                worker, repo=repo, base=ref, label=workspace_name(title, profile)
+            )
+            spec = LaunchSpec(
+                worker=worker, tool=tool, brief=brief, profile=profile, model=model,
+                permission_mode=permission_mode, effort=effort,
+                config_dir=_profile_config_dir(profile),
+            )
+            try:
+                adapter.trust(workspace, spec)
+                adapter.start(workspace, spec)
+            except FleetError as exc:
+                raise ToolFailure(
+                    f"{one_line(exc)} (the workspace at {workspace.worktree} was left for you "
+                    "to inspect)"
+                ) from None
+            return dumps(state_json(fleet.state(worker)))
+
+    def _current_branch(self, repo: Path) -> str:
+        branch = self.scope.git.branch(repo)
+        return branch or "HEAD"
+
+
+def _title(brief: Path) -> str:
+    for line in brief.read_text(encoding="utf-8").splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:120]
+    return brief.name
+
+
+def _profile_config_dir(name: str) -> Path | None:
+    from fleet._profiles import find_profile, load_profiles
+
+    try:
+        return find_profile(name, load_profiles()).config_dir
+    except FleetError:
+        return None  # the adapter answers the trust prompt on screen where it can
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
