@@ -122,6 +122,13 @@ class McpClient:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"the server outlived its stdin: {self.stderr_tail()}") from None
+        finally:
+            # the readers end at the server's end of file; then their pipes are closed
+            self._reader.join(10)
+            self._errors.join(10)
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    stream.close()
 
 
 @contextlib.contextmanager

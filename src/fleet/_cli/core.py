@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from fleet import _health
@@ -145,8 +146,12 @@ def cmd_register(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-def state_json(state: WorkerState) -> dict[str, Any]:
+def state_json(state: WorkerState, *, home: Path | None = None) -> dict[str, Any]:
+    """A worker's state as every command prints it; with ``home``, also when its hook last
+    failed to journal an event (``events_lost_at``, None when never)."""
     data: dict[str, Any] = to_jsonable(state)
+    if home is not None:
+        data["events_lost_at"] = _health.events_lost_at(home, state.worker)
     return data
 
 

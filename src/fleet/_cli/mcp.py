@@ -194,6 +194,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from fleet._keys import parse_key_source
 
         parse_key_source(args.key_from)
+    _check_endpoint(args.endpoint, args.key_var)
     from fleet._home import resolve_home
     from fleet._mcp.scope import Scope
     from fleet._mcp.server import FleetServer, run
@@ -215,6 +216,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     run(FleetServer(tools, push=args.push, version=_version()))
     return Exit.OK
+
+
+def _check_endpoint(endpoint: str | None, key_var: str | None) -> None:
+    """Refuse, before serving, what every start through this server would refuse."""
+    if endpoint is not None:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(endpoint)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            raise SettingsError(f"--endpoint {endpoint!r} is not an http(s) URL")
+    if key_var is not None and not (key_var.isascii() and key_var.replace("_", "a").isalnum()
+                                    and not key_var[0].isdigit()):
+        raise SettingsError(f"--key-var {key_var!r} is not an environment variable name")
 
 
 def _version() -> str:

@@ -24,7 +24,7 @@ import attrs
 import tomlkit
 
 from fleet._errors import SettingsError
-from fleet._home import resolve_home
+from fleet._home import expand, resolve_home
 from fleet._hooks import Target, dump_json, read_json_object, read_toml, write_file
 from fleet._trust import claude_state_file
 
@@ -60,7 +60,7 @@ def server_argv(
     argv = [python or str(Path(sys.executable).absolute()), "-m", "fleet"]
     argv += ["--home", str(resolve_home(home)), "mcp", "serve"]
     for repo in repos:
-        argv += ["--repo", os.path.realpath(Path(repo).expanduser())]
+        argv += ["--repo", os.path.realpath(expand(repo))]
     return [*argv, *extra]
 
 

@@ -25,6 +25,7 @@ import attrs
 
 from fleet._errors import FleetError, Refused, SettingsError
 from fleet._git import Git, GitError
+from fleet._home import expand
 from fleet._keys import parse_key_source
 
 #: Credential variables whose values never appear in a result, whatever a tool was given.
@@ -53,7 +54,7 @@ class Repository:
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
-    return Path(os.path.realpath(Path(path).expanduser()))
+    return Path(os.path.realpath(expand(path)))
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -150,7 +151,7 @@ class Scope:
         """A file a tool names: it must exist inside the fleet home or a repository."""
         if not str(given).strip():
             raise SettingsError(f"{what}: empty path")
-        path = Path(given).expanduser()
+        path = expand(given)
         if not path.is_absolute():
             if len(self.repositories) != 1:
                 raise SettingsError(f"{what} {given}: give an absolute path")

@@ -48,6 +48,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from fleet._core.attention import next_step
 from fleet._core.fold import WorkerState
 from fleet._core.ids import is_worker_id
+from fleet._errors import ToolError
 from fleet._mcp.tools import ToolFailure, Tools
 from mcp import types
 
@@ -392,4 +393,15 @@ def _journal_worker(uri: str) -> str | None:
 
 
 def run(server: FleetServer) -> None:
-    anyio.run(server.serve_stdio)
+    """Serve until the client closes stdin. A stdin or stdout that cannot be used (not a
+    pipe the client holds) ends the server with one line, not a traceback."""
+    try:
+        anyio.run(server.serve_stdio)
+    except BaseExceptionGroup as group:
+        io_errors, rest = group.split((OSError, ValueError))
+        if rest is not None or io_errors is None:
+            raise
+        first = io_errors.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise ToolError(f"fleet mcp: cannot talk MCP on stdin/stdout: {first}") from None

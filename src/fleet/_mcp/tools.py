@@ -782,7 +782,7 @@ class Tools:
                     f"{one_line(exc)} (the workspace at {workspace.worktree} was left for you "
                     "to inspect)"
                 ) from None
-            return dumps(state_json(fleet.state(worker)))
+            return dumps(state_json(fleet.state(worker), home=fleet.home))
 
     def _current_branch(self, repo: Path) -> str:
         branch = self.scope.git.branch(repo)
