@@ -43,6 +43,7 @@ class Session:
     exited: bool = False
     exit_code: int | None = None
     proc: subprocess.Popen[bytes] | None = None
+    pump: threading.Thread | None = None
     sent: list[str] = attrs.field(factory=list)
     created_at: int = 0
 
@@ -109,6 +110,8 @@ class FakeSupersetHost:
     def stop(self) -> None:
         for session in list(self.sessions.values()):
             _kill(session)
+            if session.pump is not None:
+                session.pump.join(timeout=10)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -278,16 +281,18 @@ class FakeSupersetHost:
 
         def pump() -> None:
             assert proc.stdout is not None
-            for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
-                with self.lock:
-                    session.text += chunk.decode(errors="replace")
+            with proc.stdout:
+                for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
+                    with self.lock:
+                        session.text += chunk.decode(errors="replace")
             code = proc.wait()
             with self.lock:
                 session.exited, session.exit_code = True, code
                 # the 08-22 host ends the binding when the terminal exits
                 self.bindings.pop(session.terminal_id, None)
 
-        threading.Thread(target=pump, daemon=True).start()
+        session.pump = threading.Thread(target=pump, name="superset-fake-pump", daemon=True)
+        session.pump.start()
 
     def _session(self, data: dict[str, Any]) -> Session:
         session = self.sessions.get(str(data.get("terminalId")))
