@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.plan",
     "fleet._cli.hooks",
     "fleet._cli.adapters",
+    "fleet._cli.hub",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -51,6 +52,8 @@ COMMANDS: dict[str, str] = {
     "workspace": "fleet._cli.adapters",
     "send": "fleet._cli.adapters",
     "hand-over": "fleet._cli.adapters",
+    "ship": "fleet._cli.hub",
+    "hosts": "fleet._cli.hub",
 }
 
 DESCRIPTION = """\
