@@ -27,6 +27,17 @@ from fleet._hub.config import HubConfig
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _no_hub_of_the_machine(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither the user's settings nor a hub named in the environment reach these tests."""
+    monkeypatch.setenv("FLEET_SETTINGS", str(tmp_path_factory.mktemp("settings") / "fleet.json"))
+    for name in list(os.environ):
+        if name.startswith("FLEET_HUB") or name in ("FLEET_HOST", "FLEET_COORDINATOR"):
+            monkeypatch.delenv(name)
+
+
 def nats_server_binary() -> str:
     found = shutil.which("nats-server") or (
         "/usr/sbin/nats-server" if os.access("/usr/sbin/nats-server", os.X_OK) else None

@@ -137,8 +137,10 @@ async def connect(
         nc = await nats.connect(
             servers=cfg.servers(),
             name=name,
-            allow_reconnect=retry,
-            max_reconnect_attempts=-1 if retry else 0,
+            allow_reconnect=True,
+            # Each server is tried twice for the first connection (so a wrong password or an
+            # address nobody answers on is said at once); once connected, for ever.
+            max_reconnect_attempts=1,
             reconnect_time_wait=0.5,
             connect_timeout=CONNECT_TIMEOUT,
             ping_interval=5,
@@ -151,6 +153,8 @@ async def connect(
     except (TimeoutError, OSError, nats.errors.Error) as exc:
         why = errors[-1] if errors else f"{type(exc).__name__}: {exc}".strip(": ")
         raise HubUnreachable(f"cannot reach the hub at {cfg.display()}: {why}") from None
+    nc.options["max_reconnect_attempts"] = -1 if retry else 0
+    nc.options["allow_reconnect"] = retry
     return nc
 
 
@@ -280,6 +284,7 @@ class Tail:
         start_seq: int = 0,
         last_id: str | None = None,
         heartbeat: float = CONSUMER_HEARTBEAT,
+        prepare: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.nc, self.js, self.stream, self.filter = nc, js, stream, filter_subject
         self.handle = handle
@@ -287,6 +292,7 @@ class Tail:
         self.sseq = start_seq
         self.last_id = last_id
         self.heartbeat = heartbeat
+        self.prepare = prepare
         self.caught_up = asyncio.Event()
         self.restarts = 0
         self.regressions = 0
@@ -362,6 +368,8 @@ class Tail:
         return self.sseq + 1
 
     async def _open(self) -> None:
+        if self.prepare is not None:
+            await self.prepare()  # the stream, made again on a server that lost it
         start = await self._start_point()
         inbox = self.nc.new_inbox()
         self._cseq = 0

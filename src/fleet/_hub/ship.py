@@ -235,8 +235,9 @@ class Shipper:
                     if self._need_resync:
                         await self._resync(js)
                         self._need_resync = False
-                    now = time.monotonic()
-                    if now - self._last_sweep >= self.sweep_interval:
+                    if time.monotonic() >= self._next_beat:
+                        await self._beat(js, "up")  # the host says it is up before it ships
+                    if time.monotonic() - self._last_sweep >= self.sweep_interval:
                         self._sweep()
                     while self._dirty:
                         worker = self._dirty.pop()
@@ -313,6 +314,9 @@ class Shipper:
     async def _resync(self, js: hc.JetStreamContext) -> None:
         """Line the cursors up with what the server holds (see the module's docstring)."""
         self.resyncs += 1
+        # A server that lost its store has lost the stream and the buckets too.
+        await hc.ensure_stream(js)
+        await hc.ensure_buckets(js)
         workers = sorted(set(list_workers(self.home)) | set(self.cursors))
         for worker in workers:
             subject = journal_subject(self.host, worker)
@@ -414,6 +418,8 @@ class Shipper:
             await self._publish(js, subject, worker, cursor, lines)
             if len(lines) < self.batch:
                 return
+            if time.monotonic() >= self._next_beat:
+                await self._beat(js, "up")  # a long catch-up still says the host is up
 
     def _read(self, worker: str, cursor: Cursor) -> tuple[list[tuple[int, bytes]], int | None]:
         """The complete lines after the cursor (at most a batch), as (start offset, line),

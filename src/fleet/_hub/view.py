@@ -219,13 +219,17 @@ class HubView:
             with self._cond:
                 self._workers.clear()
         self._created = created
+        async def prepare() -> None:
+            await hc.ensure_stream(js)
+            await hc.ensure_buckets(js)
+
         journal = hc.Tail(nc, js, STREAM, journal_filter(), self._on_line, kind="journal",
-                          start_seq=start_seq, last_id=last_id)
+                          start_seq=start_seq, last_id=last_id, prepare=prepare)
         hosts = hc.Tail(nc, js, f"KV_{HOSTS_BUCKET}", f"$KV.{HOSTS_BUCKET}.>", self._on_beat,
-                        kind="kv")
+                        kind="kv", prepare=prepare)
         seen = hc.Tail(nc, js, f"KV_{SEEN_BUCKET}",
                        f"$KV.{SEEN_BUCKET}.{seen_prefix(self.cfg.coordinator)}>", self._on_seen,
-                       kind="kv")
+                       kind="kv", prepare=prepare)
         self._journal = journal
         self._tails = [journal, hosts, seen]
         for tail in self._tails:
