@@ -146,10 +146,14 @@ def audit_stream(cfg: Any) -> dict[tuple[str, str, int, int], int]:
     counts: dict[tuple[str, str, int, int], int] = {}
 
     def handle(msg: Any, sseq: int, ts: float) -> None:
+        from fleet._hub.names import parse_line_header, worker_of_subject
+
         h = msg.headers or {}
-        if h.get("Fleet-Kind") == "reset":
+        if "Fleet-Reset" in h:
             return
-        key = (h["Fleet-Host"], h["Fleet-Worker"], int(h["Fleet-Gen"]), int(h["Fleet-Seq"]))
+        host, worker = worker_of_subject(msg.subject) or ("?", "?")
+        gen, seq = parse_line_header(h["Fleet-Line"])[:2]
+        key = (host, worker, gen, seq)
         counts[key] = counts.get(key, 0) + 1
 
     async def main() -> None:

@@ -35,7 +35,8 @@ def test_a_host_that_stops_shipping_shows_offline_distinct_from_gone_until_it_is
     cfg = nats_server.hub(heartbeat=0.2, offline_after=0.6)
     shipper = ThreadShipper(cfg, home, "laptop").start()
     with HubView(cfg, home=tmp_path / "c", use_cache=False) as view:
-        eventually(lambda: view.states() and view.states()[0].state == "working")
+        eventually(lambda: view.states() and view.states()[0].state == "working"
+                   and view.states()[0].host_state == "online")
         state = view.state("laptop/w1")
         assert (state.host_state, state.needs_attention) == ("online", False)
         # A heartbeat that stops (the host froze, the network went): offline once the bound
@@ -124,7 +125,8 @@ def test_wait_wakes_within_milliseconds_of_a_line_on_another_host(
     shipper = ThreadShipper(cfg, home, "h1").start()
     try:
         with Fleet(tmp_path / "c", hub=cfg) as fleet:
-            eventually(lambda: fleet.state("h1/w1").state == "working")
+            eventually(lambda: "h1/w1" in fleet.workers()
+                       and fleet.state("h1/w1").state == "working")
             woke: list[float] = []
 
             def waiter() -> None:

@@ -118,6 +118,29 @@ def journal_subject(host: str, worker: str, prefix: str = PREFIX) -> str:
     return f"{prefix}.{token(host)}.{token(worker)}"
 
 
+def worker_of_subject(subject: str) -> tuple[str, str] | None:
+    """``(host, worker)`` of a journal subject, or None for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 3 or not parts[1] or not parts[2]:
+        return None
+    return untoken(parts[1]), untoken(parts[2])
+
+
+def line_header(gen: int, seq: int, offset: int, end: int, digest: str) -> str:
+    """The ``Fleet-Line`` header of a shipped line: its generation, seq, byte range in the
+    journal and a digest of it. One header, because every header costs each reader time."""
+    return f"{gen} {seq} {offset} {end} {digest}"
+
+
+def parse_line_header(value: str) -> tuple[int, int, int, int, str]:
+    """ValueError for anything :func:`line_header` did not write."""
+    gen, seq, offset, end, digest = value.split(" ")
+    out = int(gen), int(seq), int(offset), int(end), digest
+    if min(out[:4]) < 0 or out[3] <= out[2]:
+        raise ValueError("not a line header")
+    return out
+
+
 def journal_filter(prefix: str = PREFIX) -> str:
     return f"{prefix}.*.*"
 

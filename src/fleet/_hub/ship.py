@@ -4,9 +4,9 @@ remote actions.
 Correctness first:
 
 - Only complete lines are shipped (a torn tail waits for its newline), each as one message on
-  ``fleet.<host>.<worker>`` with the headers ``Nats-Msg-Id`` (``<host>/<worker>/<offset>``, see
-  :func:`fleet._hub.names.msg_id`), ``Fleet-Gen``, ``Fleet-Seq`` (the line's index: marks),
-  ``Fleet-Offset`` and ``Fleet-End`` (its bytes), ``Fleet-Hash`` (a digest of the line).
+  ``fleet.<host>.<worker>`` with two headers: ``Nats-Msg-Id`` (``<host>/<worker>/<offset>``, see
+  :func:`fleet._hub.names.msg_id`) and ``Fleet-Line`` (``<gen> <seq> <offset> <end> <digest>``:
+  the journal's generation, the line's index, which marks use, its bytes, and a digest).
 - A line is published in journal order and the cursor moves past it only once the server
   acknowledged it and every line before it; the cursors are saved after each batch.
 - On every (re)connection the cursor is checked against the last message the server holds for
@@ -42,7 +42,9 @@ from fleet._hub.names import (
     HOSTS_BUCKET,
     STREAM,
     journal_subject,
+    line_header,
     msg_id,
+    parse_line_header,
     reset_msg_id,
     rpc_subject,
     token,
@@ -70,6 +72,7 @@ class ShipLock:
     """One shipper per fleet home and host: a second one would race the first's cursors."""
 
     def __init__(self, home: Path, host: str) -> None:
+        self.host = host
         self.path = ensure_dir(ship_dir(home)) / f"ship-{host}.lock"
         self._fd: int | None = None
 
@@ -81,7 +84,7 @@ class ShipLock:
             other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
             raise Refused(
-                f"another `fleet ship` already ships this fleet home as host (pid {other})"
+                f"another `fleet ship` already ships this home as host {self.host} (pid {other})"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -345,12 +348,11 @@ class Shipper:
             # The server holds nothing for this worker (a new or emptied stream).
             return Cursor(gen=cursor.gen, ino=cursor.ino, reset_pending=cursor.gen > 0)
         try:
-            gen = int(last["Fleet-Gen"])
-            is_reset = last.get("Fleet-Kind") == "reset"
-            seq = -1 if is_reset else int(last["Fleet-Seq"])
-            start = 0 if is_reset else int(last["Fleet-Offset"])
-            end = 0 if is_reset else int(last["Fleet-End"])
-            digest = last.get("Fleet-Hash")
+            is_reset = "Fleet-Reset" in last
+            if is_reset:
+                gen, seq, start, end, digest = int(last["Fleet-Reset"]), -1, 0, 0, None
+            else:
+                gen, seq, start, end, digest = parse_line_header(last["Fleet-Line"])
         except (KeyError, ValueError):
             return cursor
         server_next = Cursor(
@@ -405,10 +407,7 @@ class Shipper:
                     timeout=ACK_TIMEOUT,
                     headers={
                         "Nats-Msg-Id": reset_msg_id(self.host, worker, cursor.gen),
-                        "Fleet-Kind": "reset",
-                        "Fleet-Host": self.host,
-                        "Fleet-Worker": worker,
-                        "Fleet-Gen": str(cursor.gen),
+                        "Fleet-Reset": str(cursor.gen),
                     },
                 )
                 cursor.reset_pending = False
@@ -481,13 +480,9 @@ class Shipper:
         for n, (start, line) in enumerate(lines):
             headers = {
                 "Nats-Msg-Id": msg_id(self.host, worker, cursor.gen, start),
-                "Fleet-Host": self.host,
-                "Fleet-Worker": worker,
-                "Fleet-Gen": str(cursor.gen),
-                "Fleet-Seq": str(cursor.seq + n),
-                "Fleet-Offset": str(start),
-                "Fleet-End": str(start + len(line) + 1),
-                "Fleet-Hash": line_hash(line),
+                "Fleet-Line": line_header(
+                    cursor.gen, cursor.seq + n, start, start + len(line) + 1, line_hash(line)
+                ),
             }
             futures.append(await js.publish_async(subject, redact_line(line), headers=headers))
         acked = 0

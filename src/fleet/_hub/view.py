@@ -53,12 +53,14 @@ from fleet._hub.names import (
     journal_filter,
     offline_mark,
     parse_hub_mark,
+    parse_line_header,
     qualify,
     rpc_subject,
     seen_key,
     seen_prefix,
     split_worker,
     untoken,
+    worker_of_subject,
 )
 from fleet._watch import Transition, WaitResult
 
@@ -323,14 +325,17 @@ class HubView:
 
     def _on_line(self, msg: hc.Msg, sseq: int, ts: float) -> None:
         h = msg.headers or {}
-        host, worker = h.get("Fleet-Host", ""), h.get("Fleet-Worker", "")
+        names = worker_of_subject(msg.subject)
         try:
-            gen = int(h["Fleet-Gen"])
-            reset = h.get("Fleet-Kind") == "reset"
-            seq = -1 if reset else int(h["Fleet-Seq"])
+            reset = "Fleet-Reset" in h
+            if reset:
+                gen, seq = int(h["Fleet-Reset"]), -1
+            else:
+                gen, seq = parse_line_header(h["Fleet-Line"])[:2]
         except (KeyError, ValueError):
             self.foreign += 1
             return
+        host, worker = names or ("", "")
         if not is_worker_id(host) or not is_worker_id(worker) or gen < 0:
             self.foreign += 1
             return
@@ -374,7 +379,7 @@ class HubView:
             else:
                 try:
                     beat = orjson.loads(msg.data)
-                    self._hosts[host] = _Beat(
+                    new = _Beat(
                         ts=ts,
                         state=str(beat.get("state", "up")),
                         interval=float(beat.get("interval") or self.cfg.heartbeat),
@@ -382,6 +387,16 @@ class HubView:
                         actions=beat.get("actions"),
                     )
                 except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+                    return
+                old = self._hosts.get(host)
+                self._hosts[host] = new
+                if (
+                    old is not None
+                    and (old.state, old.interval) == (new.state, new.interval)
+                    and self.clock.now() < old.ts + self._bound(old)
+                ):
+                    # A host that stays up changes nothing anyone waits for: waiters wake at
+                    # the bound of the beat they last saw, and then read the newer one.
                     return
             self._changed()
 
