@@ -167,6 +167,8 @@ class HubView:
         self._journal: hc.Tail | None = None
         self._created: str | None = None
         self._closed = False
+        #: whether the folds moved since the cache was read or written
+        self._unsaved = True
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -220,6 +222,7 @@ class HubView:
             start_seq, last_id = 0, None
             with self._cond:
                 self._workers.clear()
+                self._unsaved = True
         self._created = created
         async def prepare() -> None:
             await hc.ensure_stream(js)
@@ -291,6 +294,7 @@ class HubView:
             return 0, None
         self._workers = workers
         self._created = created
+        self._unsaved = False
         return start, last_id
 
     def _save_cache(self) -> None:
@@ -298,6 +302,8 @@ class HubView:
         if journal is None:
             return
         with self._cond:
+            if not self._unsaved:
+                return
             if any(r.early for r in self._workers.values()):
                 return  # a worker waits for lines that come late: read them again next time
             entries = {
@@ -312,6 +318,7 @@ class HubView:
                 "last_id": journal.last_id,
                 "workers": entries,
             }
+            self._unsaved = False
         path = _cache_path(self.home, self.cfg)
         with contextlib.suppress(OSError):
             ensure_dir(path.parent)
@@ -319,7 +326,8 @@ class HubView:
 
     # -- messages (on the client's thread) ----------------------------------------------
 
-    def _changed(self) -> None:
+    def _changed(self, folded: bool = False) -> None:
+        self._unsaved = self._unsaved or folded
         self._version += 1
         self._cond.notify_all()
 
@@ -344,13 +352,13 @@ class HubView:
             if r is None:
                 r = self._workers[(host, worker)] = _Remote(host, worker, self.keep_lines)
                 r.gen = gen
-                self._changed()
+                self._changed(folded=True)
             if gen < r.gen:
                 self.dropped += 1  # a line of a journal its host has since replaced
                 return
             if gen > r.gen:
                 r.restart(gen)
-                self._changed()
+                self._changed(folded=True)
             if reset:
                 return
             if seq < r.next_seq or seq in r.early:
@@ -362,7 +370,7 @@ class HubView:
             self._fold(r, msg.data)
             while r.next_seq in r.early:
                 self._fold(r, r.early.pop(r.next_seq))
-            self._changed()
+            self._changed(folded=True)
 
     def _fold(self, r: _Remote, line: bytes) -> None:
         feed_lines(r.acc, (line,), r.next_seq, r.worker)
