@@ -154,6 +154,17 @@ def test_an_offline_host_is_refused_at_once_and_a_host_without_actions_says_so(
     assert time.monotonic() - started < 5
 
 
+def test_what_a_remote_command_printed_leaves_the_host_redacted(tmp_path: Path) -> None:
+    fake = tmp_path / "fake-fleet"
+    fake.write_text("#!/bin/sh\necho 'token=abcdef0123456789 ghp_" + "x" * 36 + "'\n")
+    fake.chmod(0o755)
+    body = orjson.dumps({"verb": "check", "args": {"worker": "w1"}})
+    reply = asyncio.run(run_on_host(tmp_path, "h", body, allow_commands=False,
+                                    fleet_argv=[str(fake)]))
+    assert reply["exit"] == 0
+    assert reply["stdout"] == "token=[redacted] [redacted]\n"
+
+
 def test_the_host_refuses_check_commands_unless_allowed_and_malformed_requests() -> None:
     home = Path("/nonexistent-fleet-home")
 

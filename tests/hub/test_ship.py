@@ -160,7 +160,9 @@ def test_a_lost_cursor_file_is_rebuilt_from_the_server(
     shipper = ThreadShipper(cfg, home, "h").start()
     eventually(lambda: shipper.shipper.shipped == 30)
     shipper.stop()
-    (home / "hub" / "ship-h.json").unlink()
+    cursors = home / "hub" / "ship-h.json"
+    assert (cursors.stat().st_mode & 0o777, cursors.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    cursors.unlink()
     write_journal(home, "w1", event_stream("w1", random.Random(4), 5, time.time()))
     again = ThreadShipper(cfg, home, "h").start()
     try:

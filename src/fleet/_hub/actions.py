@@ -29,6 +29,7 @@ import orjson
 from fleet._core.ids import is_worker_id
 from fleet._home import FILE_MODE, ensure_dir
 from fleet._hub.cursor import ship_dir
+from fleet._hub.redact import redact_text
 
 VERBS: Final = ("check", "send", "retire")
 #: The most follow-up text a request may carry.
@@ -156,6 +157,9 @@ def _inbox_file(home: Path, worker: str, text: str) -> Path:
 
 
 def _cut(text: str) -> str:
+    """What a command printed, as it may leave the host: credential shapes redacted (a check
+    command's output may have printed one), at most MAX_OUTPUT characters."""
+    text = redact_text(text.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
     return text if len(text) <= MAX_OUTPUT else text[: MAX_OUTPUT - 40] + "\n[output cut]\n"
 
 
