@@ -82,33 +82,39 @@ def write_journal(home: Path, worker: str, events: list[Event]) -> None:
 
 
 class Writers:
-    """Appends each worker's events, a few at a time, on a thread of its own, the way hooks
-    append: one whole line per write, under the journal's lock."""
+    """Append each worker's events, a few at a time, the way hooks append (one whole line per
+    write, under the journal's lock): one writer thread per host, all at once."""
 
     def __init__(self, plans: dict[tuple[Path, str], list[Event]], pause: float = 0.004):
-        self.plans = plans
         self.pause = pause
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.done = threading.Event()
+        by_home: dict[Path, dict[str, list[Event]]] = {}
+        for (home, worker), events in plans.items():
+            by_home.setdefault(home, {})[worker] = list(events)
+        self.threads = [
+            threading.Thread(target=self._run, args=(home, queues), daemon=True)
+            for home, queues in by_home.items()
+        ]
+        self._lock = threading.Lock()
         self.written = 0
 
     def start(self) -> Writers:
-        self.thread.start()
+        for thread in self.threads:
+            thread.start()
         return self
 
-    def _run(self) -> None:
-        queues = {key: list(events) for key, events in self.plans.items()}
+    def _run(self, home: Path, queues: dict[str, list[Event]]) -> None:
         while any(queues.values()):
-            for (home, worker), events in queues.items():
+            for worker, events in queues.items():
                 if events:
                     append_line(journal_path(home, worker), encode_line(events.pop(0)))
-                    self.written += 1
+                    with self._lock:
+                        self.written += 1
             time.sleep(self.pause)
-        self.done.set()
 
     def join(self, timeout: float = 120.0) -> None:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the writers did not finish"
+        for thread in self.threads:
+            thread.join(timeout)
+            assert not thread.is_alive(), "the writers did not finish"
 
 
 def journal_lines(home: Path, worker: str) -> list[bytes]:

@@ -80,7 +80,11 @@ def test_kills_cuts_and_restarts_lose_and_double_nothing(
                     seqs.get(f"{h}/{w}", (0, -1))[1] == LINES for h in HOSTS for w in WORKERS
                 )
 
-            eventually(all_there, timeout=90)
+            try:
+                eventually(all_there, timeout=90)
+            except AssertionError:
+                raise AssertionError(f"not every line arrived: {view.counts()} "
+                                     f"{sorted(view.next_seqs().items())}") from None
             eventually(lambda: all(s.host_state == "online" for s in view.states()), 10)
             live = view.counts()
             # 0 lost, 0 doubled: each worker's lines in the hub are its journal's, in order.
@@ -102,9 +106,11 @@ def test_kills_cuts_and_restarts_lose_and_double_nothing(
         for s in shippers.values():
             s.stop()
         proxy.close()
+    print(f"reader: {live}")
     assert seen_offline, "h3's workers never showed offline while it was cut off"
     assert live["waiting"] == 0 and live["replaced"] == 0
     audit = audit_stream(cfg)
     doubled = {k: n for k, n in audit.items() if n != 1}
     assert len(audit) == len(HOSTS) * len(WORKERS) * LINES
+    print(f"stream: {len(audit)} lines, {len(doubled)} stored more than once")
     assert not doubled, f"JetStream stored {len(doubled)} lines more than once"

@@ -204,7 +204,8 @@ def _ship_printer(as_json: bool) -> Any:
             text = (f"the journal of {event['worker']} was {what}: shipping it again from its "
                     f"first line (generation {event['gen']})")
         elif kind == "resync":
-            text = f"{event['worker']}: the hub holds lines up to {event['to']}; going on there"
+            text = (f"{event['worker']}: the hub does not hold every line sent; sending again "
+                    f"from line {event['to']}")
         elif kind == "action":
             text = f"ran {event['verb']} {event['worker']} for the hub: exit {event['exit']}"
         elif kind in ("unreachable", "retry"):

@@ -151,7 +151,9 @@ async def connect(
             **cfg.connect_options(),
         )
     except (TimeoutError, OSError, nats.errors.Error) as exc:
-        why = errors[-1] if errors else f"{type(exc).__name__}: {exc}".strip(": ")
+        # The server's own refusal says more than the reset of the socket that followed it.
+        telling = [e for e in errors if "uthoriz" in e or "ermission" in e or "SSL" in e]
+        why = (telling or errors or [f"{type(exc).__name__}: {exc}".strip(": ")])[-1]
         raise HubUnreachable(f"cannot reach the hub at {cfg.display()}: {why}") from None
     nc.options["max_reconnect_attempts"] = -1 if retry else 0
     nc.options["allow_reconnect"] = retry

@@ -1,10 +1,10 @@
 """The shipper's cursors: how far each local journal has been shipped and acknowledged.
 
 One file per host id, ``$FLEET_HOME/hub/ship-<host>.json`` (0600, written atomically). A cursor
-is a hint, never the truth: on every (re)connection the shipper compares it with the last
-message the server holds for the worker and goes back to what the server has, so a cursor that
-was lost, or a server that lost its last messages, costs a re-send (which de-duplication
-drops), never a gap.
+is a hint, never the truth: on every (re)connection the shipper checks that the server still
+holds the last message it acknowledged, at the same stream sequence; when it does not (a server
+that lost its last messages, or a new one), the worker's generation is sent again from its
+first line, which de-duplication drops where the server has it: a re-send, never a gap.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ class Cursor:
     last_hash: str | None = None
     #: the reset marker of this generation is still to be sent
     reset_pending: bool = False
+    #: the stream sequence and message id of the last message the server acknowledged for
+    #: this worker: while the server holds that very message there, it holds every earlier
+    #: one (a server loses only its last messages)
+    sseq: int = 0
+    last_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -59,6 +64,8 @@ class Cursor:
             last_start=int(data.get("last_start", -1)),
             last_hash=data.get("last_hash"),
             reset_pending=bool(data.get("reset_pending", False)),
+            sseq=int(data.get("sseq", 0)),
+            last_id=data.get("last_id"),
         )
         if min(cursor.gen, cursor.offset, cursor.seq) < 0:
             raise ValueError("negative cursor")

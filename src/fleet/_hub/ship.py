@@ -9,10 +9,12 @@ Correctness first:
   the journal's generation, the line's index, which marks use, its bytes, and a digest).
 - A line is published in journal order and the cursor moves past it only once the server
   acknowledged it and every line before it; the cursors are saved after each batch.
-- On every (re)connection the cursor is checked against the last message the server holds for
-  the worker: a server that is behind (it lost its last messages, or it is a new server) gets
-  them again from where it stopped. A lost cursor file is rebuilt from the server's last
-  message when the journal still holds that very line.
+- On every (re)connection the cursor is checked against the server: it must still hold the
+  last message it acknowledged for the worker, at the stream sequence it gave (a server only
+  ever loses its last messages, so then it holds every earlier one too). When it does not (it
+  lost messages in a crash, or it is a new server), the worker's generation is sent again from
+  its first line; de-duplication drops what the server has. A lost cursor file is rebuilt from
+  the server's last message for the worker when the journal still holds that very line.
 - A journal that was replaced (another inode), shortened, or whose last shipped line changed is
   shipped again from its first line as a new generation, after a reset marker that tells
   readers to drop the old one: never shipped twice into one fold, never skipped.
@@ -97,6 +99,49 @@ class ShipLock:
             self._fd = None
 
 
+class Acks:
+    """Pipelined JetStream publishes: each line is sent with a reply subject of its own under
+    one inbox, and its acknowledgement resolves a future. A future given up on is forgotten, so
+    nothing holds a slot for an acknowledgement that never comes (a server that died)."""
+
+    def __init__(self, nc: hc.NATS) -> None:
+        self.nc = nc
+        self.prefix = nc.new_inbox()
+        self.pending: dict[str, asyncio.Future[bytes]] = {}
+        self._n = 0
+
+    async def start(self) -> None:
+        await self.nc.subscribe(f"{self.prefix}.*", cb=self._on_ack)
+
+    async def _on_ack(self, msg: hc.Msg) -> None:
+        future = self.pending.pop(msg.subject.rsplit(".", 1)[-1], None)
+        if future is not None and not future.done():
+            future.set_result(msg.data)
+
+    async def publish(
+        self, subject: str, payload: bytes, headers: dict[str, str]
+    ) -> asyncio.Future[bytes]:
+        self._n += 1
+        token = str(self._n)
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self.pending[token] = future
+        try:
+            await self.nc.publish(subject, payload, reply=f"{self.prefix}.{token}",
+                                  headers=headers)
+        except BaseException:
+            self.pending.pop(token, None)
+            raise
+        return future
+
+    def forget(self, futures: list[asyncio.Future[bytes]]) -> None:
+        gone = set(map(id, futures))
+        for tag, future in list(self.pending.items()):
+            if id(future) in gone:
+                del self.pending[tag]
+        for future in futures:
+            future.cancel()
+
+
 class Shipper:
     """Ships one fleet home as one host. Run it with ``await shipper.run(stop)``."""
 
@@ -138,6 +183,7 @@ class Shipper:
         self._next_beat = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._acting: asyncio.Semaphore | None = None
+        self._acks: Acks | None = None
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -220,7 +266,9 @@ class Shipper:
         self.emit({"event": "disconnected"})
 
     async def _connected(self, nc: hc.NATS, stop: asyncio.Event, once: bool) -> None:
-        js = nc.jetstream(publish_async_max_pending=self.batch * 2)
+        js = nc.jetstream()
+        self._acks = Acks(nc)
+        await self._acks.start()
         await hc.ensure_stream(js)
         await hc.ensure_buckets(js)
         if self.actions and not once:
@@ -323,13 +371,29 @@ class Shipper:
         workers = sorted(set(list_workers(self.home)) | set(self.cursors))
         for worker in workers:
             subject = journal_subject(self.host, worker)
-            try:
-                last = await js.get_last_msg(STREAM, subject)
-                headers = last.headers or {}
-            except hc.nats.js.errors.NotFoundError:
-                headers = None
             before = self.cursors.get(worker)
-            after = self._reconcile(worker, before, headers)
+            if before is not None and before.sseq > 0:
+                try:
+                    held = await js.get_msg(STREAM, seq=before.sseq)
+                    intact = held.subject == subject and (
+                        (held.headers or {}).get("Nats-Msg-Id") == before.last_id
+                    )
+                except hc.nats.js.errors.NotFoundError:
+                    intact = False
+                if intact:
+                    continue
+                after: Cursor | None = Cursor(
+                    gen=before.gen, ino=before.ino, reset_pending=before.gen > 0
+                )
+            elif before is not None:
+                continue  # nothing of this generation acknowledged yet
+            else:
+                try:
+                    last = await js.get_last_msg(STREAM, subject)
+                    headers, sseq = last.headers or {}, int(last.seq or 0)
+                except hc.nats.js.errors.NotFoundError:
+                    headers, sseq = None, 0
+                after = self._adopt(worker, headers, sseq)
             if after is not None:
                 if before is None or after.to_dict() != before.to_dict():
                     self.emit({"event": "resync", "worker": worker,
@@ -339,51 +403,33 @@ class Shipper:
                 self._dirty.add(worker)
         self.store.save(self.cursors)
 
-    def _reconcile(
-        self, worker: str, cursor: Cursor | None, last: dict[str, str] | None
-    ) -> Cursor | None:
+    def _adopt(self, worker: str, last: dict[str, str] | None, sseq: int) -> Cursor | None:
+        """A cursor for a worker this shipper has none for (its file was lost), from the last
+        message the server holds for it: where the server stops, when the journal still holds
+        that very line; else the journal is a new generation."""
         if last is None:
-            if cursor is None:
-                return None  # nothing shipped, nothing known: start at the beginning
-            # The server holds nothing for this worker (a new or emptied stream).
-            return Cursor(gen=cursor.gen, ino=cursor.ino, reset_pending=cursor.gen > 0)
+            return None  # nothing shipped, nothing known: start at the beginning
         try:
-            is_reset = "Fleet-Reset" in last
-            if is_reset:
+            if "Fleet-Reset" in last:
                 gen, seq, start, end, digest = int(last["Fleet-Reset"]), -1, 0, 0, None
             else:
                 gen, seq, start, end, digest = parse_line_header(last["Fleet-Line"])
         except (KeyError, ValueError):
-            return cursor
-        server_next = Cursor(
-            gen=gen, offset=end, seq=seq + 1, last_start=start if not is_reset else -1,
-            last_hash=digest if not is_reset else None,
+            return None
+        adopted = Cursor(
+            gen=gen, offset=end, seq=seq + 1, last_start=start if digest else -1,
+            last_hash=digest, sseq=sseq, last_id=last.get("Nats-Msg-Id"),
         )
-        if cursor is not None and cursor.gen == gen:
-            if server_next.seq < cursor.seq:
-                server_next.ino = cursor.ino
-                return server_next  # the server is behind: send it what it lost
-            return cursor
-        if cursor is not None and cursor.gen > gen:
-            # The server never got this generation's reset: ship the generation whole.
-            return Cursor(gen=cursor.gen, ino=cursor.ino, reset_pending=True)
-        # No cursor (lost), or one older than the server's: trust the server when the journal
-        # still holds the line it holds last, else this journal is a new generation.
-        path = journal_path(self.home, worker)
         try:
-            with open(path, "rb") as f:
-                ino = os.fstat(f.fileno()).st_ino
-                if is_reset:
-                    server_next.ino = ino
-                    return server_next
+            with open(journal_path(self.home, worker), "rb") as f:
+                adopted.ino = os.fstat(f.fileno()).st_ino
                 f.seek(start)
                 line = f.read(end - start)
         except OSError:
             return Cursor(gen=gen + 1, reset_pending=True)
-        if end > start and line.endswith(b"\n") and line_hash(line[:-1]) == digest:
-            server_next.ino = ino
-            return server_next
-        return Cursor(gen=gen + 1, ino=ino, reset_pending=True)
+        if digest is None or (line.endswith(b"\n") and line_hash(line[:-1]) == digest):
+            return adopted
+        return Cursor(gen=gen + 1, ino=adopted.ino, reset_pending=True)
 
     # -- shipping ---------------------------------------------------------------------------
 
@@ -401,16 +447,15 @@ class Shipper:
             cursor = self.cursors[worker]
             cursor.ino = ino
             if cursor.reset_pending:
-                await js.publish(
+                marker = reset_msg_id(self.host, worker, cursor.gen)
+                ack = await js.publish(
                     subject,
                     b"",
                     timeout=ACK_TIMEOUT,
-                    headers={
-                        "Nats-Msg-Id": reset_msg_id(self.host, worker, cursor.gen),
-                        "Fleet-Reset": str(cursor.gen),
-                    },
+                    headers={"Nats-Msg-Id": marker, "Fleet-Reset": str(cursor.gen)},
                 )
                 cursor.reset_pending = False
+                cursor.sseq, cursor.last_id = int(ack.seq), marker
                 self.store.save(self.cursors)
             if not lines:
                 return
@@ -476,33 +521,41 @@ class Shipper:
         cursor: Cursor,
         lines: list[tuple[int, bytes]],
     ) -> None:
-        futures = []
-        for n, (start, line) in enumerate(lines):
-            headers = {
-                "Nats-Msg-Id": msg_id(self.host, worker, cursor.gen, start),
-                "Fleet-Line": line_header(
-                    cursor.gen, cursor.seq + n, start, start + len(line) + 1, line_hash(line)
-                ),
-            }
-            futures.append(await js.publish_async(subject, redact_line(line), headers=headers))
+        assert self._acks is not None
+        acks = self._acks
+        futures: list[asyncio.Future[bytes]] = []
         acked = 0
+        last_sseq = 0
         failure: BaseException | None = None
         try:
+            for n, (start, line) in enumerate(lines):
+                headers = {
+                    "Nats-Msg-Id": msg_id(self.host, worker, cursor.gen, start),
+                    "Fleet-Line": line_header(
+                        cursor.gen, cursor.seq + n, start, start + len(line) + 1, line_hash(line)
+                    ),
+                }
+                futures.append(await acks.publish(subject, redact_line(line), headers))
             for future in futures:
                 try:
-                    await asyncio.wait_for(future, ACK_TIMEOUT)
-                except (TimeoutError, hc.nats.errors.Error) as exc:
+                    ack = orjson.loads(await asyncio.wait_for(future, ACK_TIMEOUT))
+                except (TimeoutError, orjson.JSONDecodeError) as exc:
                     failure = exc
                     break
+                if not isinstance(ack, dict) or "error" in ack or "seq" not in ack:
+                    failure = hc.nats.errors.Error(f"the server refused a line: {ack!r}")
+                    break
                 acked += 1
+                last_sseq = int(ack["seq"])
         finally:
-            for future in futures[acked:]:
-                future.cancel()
+            acks.forget(futures)
             if acked:
                 start, line = lines[acked - 1]
                 cursor.offset = start + len(line) + 1
                 cursor.seq += acked
                 cursor.last_start, cursor.last_hash = start, line_hash(line)
+                cursor.sseq = last_sseq
+                cursor.last_id = msg_id(self.host, worker, cursor.gen, start)
                 self.shipped += acked
                 self.store.save(self.cursors)
         if failure is not None:
