@@ -66,6 +66,10 @@ SWEEP_INTERVAL: Final = 5.0
 Emit = Callable[[dict[str, Any]], None]
 
 
+class Reconnected(Exception):
+    """The connection was made again since the cursors were checked against the server."""
+
+
 def _quiet(_: dict[str, Any]) -> None:
     return None
 
@@ -184,6 +188,8 @@ class Shipper:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._acting: asyncio.Semaphore | None = None
         self._acks: Acks | None = None
+        #: the connection's reconnection count when the cursors were last checked
+        self._epoch = -1
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -283,9 +289,11 @@ class Shipper:
             self._wake.clear()
             if nc.is_connected:
                 try:
-                    if self._need_resync:
+                    if self._need_resync or self._epoch != nc.stats["reconnects"]:
+                        epoch = nc.stats["reconnects"]
                         await self._resync(js)
                         self._need_resync = False
+                        self._epoch = epoch
                     if time.monotonic() >= self._next_beat:
                         await self._beat(js, "up")  # the host says it is up before it ships
                     if time.monotonic() - self._last_sweep >= self.sweep_interval:
@@ -302,7 +310,7 @@ class Shipper:
                     failures = 0
                     if once:
                         return
-                except (TimeoutError, hc.nats.errors.Error, OSError) as exc:
+                except (TimeoutError, hc.nats.errors.Error, OSError, Reconnected) as exc:
                     failures += 1
                     self._need_resync = True
                     self.emit({"event": "retry", "error": hc.fatal(exc)})
@@ -447,6 +455,10 @@ class Shipper:
             cursor = self.cursors[worker]
             cursor.ino = ino
             if cursor.reset_pending:
+                assert self._acks is not None
+                epoch = self._epoch
+                if self._acks.nc.stats["reconnects"] != epoch:
+                    raise Reconnected
                 marker = reset_msg_id(self.host, worker, cursor.gen)
                 ack = await js.publish(
                     subject,
@@ -454,6 +466,8 @@ class Shipper:
                     timeout=ACK_TIMEOUT,
                     headers={"Nats-Msg-Id": marker, "Fleet-Reset": str(cursor.gen)},
                 )
+                if self._acks.nc.stats["reconnects"] != epoch:
+                    raise Reconnected
                 cursor.reset_pending = False
                 cursor.sseq, cursor.last_id = int(ack.seq), marker
                 self.store.save(self.cursors)
@@ -523,12 +537,17 @@ class Shipper:
     ) -> None:
         assert self._acks is not None
         acks = self._acks
+        epoch = self._epoch
         futures: list[asyncio.Future[bytes]] = []
         acked = 0
         last_sseq = 0
         failure: BaseException | None = None
         try:
             for n, (start, line) in enumerate(lines):
+                # Nothing goes to a server before its cursors were checked against it: a line
+                # sent from a stale cursor could land after a gap the check would not see.
+                if acks.nc.stats["reconnects"] != epoch:
+                    raise Reconnected
                 headers = {
                     "Nats-Msg-Id": msg_id(self.host, worker, cursor.gen, start),
                     "Fleet-Line": line_header(
@@ -549,6 +568,9 @@ class Shipper:
                 last_sseq = int(ack["seq"])
         finally:
             acks.forget(futures)
+            if acks.nc.stats["reconnects"] != epoch:
+                # Acknowledged, maybe, by a server that came back without what came before.
+                acked, failure = 0, failure or Reconnected()
             if acked:
                 start, line = lines[acked - 1]
                 cursor.offset = start + len(line) + 1
