@@ -62,7 +62,9 @@ def test_status_wait_seen_log_hosts_and_report_over_the_hub(
     code, out, _ = _run(capsys, *c, "status", *hub)
     assert "! box/w1" in out and out.rstrip().endswith("1 workers on 1 hosts, 1 need attention")
     code, out, _ = _run(capsys, *c, "wait", *hub, "--timeout", "5", "--json")
-    assert code == 0 and json.loads(out)["seen_hint"] == ["box/w1@4"]
+    woke = json.loads(out)
+    assert code == 0 and woke["seen_hint"] == ["box/w1@4"]
+    assert (woke["attention"][0]["host"], woke["attention"][0]["known_state"]) == ("box", "done")
     code, out, _ = _run(capsys, *c, "wait", "w1", *hub, "--timeout", "0.3", "--seen", "box/w1@4")
     assert code == 3 and out.startswith("timeout")
     # Kept in the hub: another process of the same coordinator is not woken.

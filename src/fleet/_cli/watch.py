@@ -101,6 +101,8 @@ def attention_json(state: WorkerState) -> dict[str, Any]:
         "branch": state.branch,
         "worktree": state.worktree,
         **attention_details(state),
+        # a hub view: the worker's host, and what its journal last said
+        **(state.hub_fields() if hasattr(state, "hub_fields") else {}),
     }
 
 

@@ -190,6 +190,7 @@ class Shipper:
         self._acks: Acks | None = None
         #: the connection's reconnection count when the cursors were last checked
         self._epoch = -1
+        self._stopping = False
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -269,9 +270,11 @@ class Shipper:
 
     async def _on_disconnect(self) -> None:
         self.connected = False
-        self.emit({"event": "disconnected"})
+        if not self._stopping:
+            self.emit({"event": "disconnected"})
 
     async def _connected(self, nc: hc.NATS, stop: asyncio.Event, once: bool) -> None:
+        self._stopping = False
         js = nc.jetstream()
         self._acks = Acks(nc)
         await self._acks.start()
@@ -328,6 +331,7 @@ class Shipper:
                 await asyncio.wait_for(self._wake.wait(), wait)
 
     async def _goodbye(self, nc: hc.NATS) -> None:
+        self._stopping = True
         if nc.is_connected:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._beat(nc.jetstream(), "stopped"), 2)

@@ -85,6 +85,17 @@ class RemoteState(WorkerState):
     known_reason: str = ""
     known_mark: str = ""
 
+    def hub_fields(self) -> dict[str, Any]:
+        """What the hub adds to a state, for JSON output beside the usual fields."""
+        return {
+            "host": self.host,
+            "host_state": self.host_state,
+            "host_seen": self.host_seen,
+            "known_state": self.known_state,
+            "known_reason": self.known_reason,
+            "known_mark": self.known_mark,
+        }
+
 
 @attrs.frozen(kw_only=True)
 class HostInfo:
