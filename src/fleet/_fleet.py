@@ -20,6 +20,8 @@ from fleet._store import load_states
 from fleet._watch import Backend, Transition, WaitResult, Watcher
 
 if TYPE_CHECKING:
+    from fleet._hub.config import HubConfig
+    from fleet._hub.view import HubView
     from fleet.adapters.headless import FanOutResult
 
 
@@ -39,7 +41,14 @@ class Fleet:
     Use it as a context manager; it owns the watcher threads that ``wait`` and ``watch`` start,
     and stops and joins them on exit. ``on_note`` is told, once, what a person should know about
     how it watches (file events unavailable, so it polls); by default that is logged as a
-    warning on the ``fleet`` logger."""
+    warning on the ``fleet`` logger.
+
+    ``hub`` (a NATS URL, a :class:`fleet._hub.config.HubConfig`, or True for the one the
+    environment or settings name) reads every host's workers from the hub instead of this
+    home's journals: ``workers``, ``status``, ``state``, ``log``, ``poll``, ``wait``, ``watch``
+    and ``seen`` then take and give host-qualified ids and marks (``host/worker``), and seen
+    marks are kept in the hub under ``coordinator``'s name. Remote check, send and retire are
+    on :attr:`hub` (:meth:`fleet._hub.view.HubView.act`)."""
 
     def __init__(
         self,
@@ -50,6 +59,8 @@ class Fleet:
         src: str = "fleet",
         backend: Backend | None = None,
         on_note: Callable[[str], None] | None = None,
+        hub: str | HubConfig | bool | None = None,
+        coordinator: str | None = None,
     ) -> None:
         self.home: Path = resolve_home(home)
         self.clock: Clock = clock or SystemClock()
@@ -59,6 +70,8 @@ class Fleet:
         self._watcher: Watcher | None = None
         self._backend = backend
         self._on_note = on_note
+        self._hub_config = _hub_config(hub, coordinator)
+        self._view: HubView | None = None
 
     def __enter__(self) -> Fleet:
         return self
@@ -77,6 +90,33 @@ class Fleet:
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.close()
+        view, self._view = self._view, None
+        if view is not None:
+            view.close()
+
+    # -- the hub ----------------------------------------------------------------------------
+
+    @property
+    def hub(self) -> HubView | None:
+        """The hub this Fleet reads (opened on first use), or None for this home's journals."""
+        return None if self._hub_config is None else self._open_hub()
+
+    def _open_hub(self, *, keep_lines: bool = False) -> HubView:
+        if self._closed:
+            raise RuntimeError("this Fleet is closed")
+        from fleet._hub.view import HubView
+
+        assert self._hub_config is not None
+        view = self._view
+        if view is not None and keep_lines and not view.keep_lines:
+            view.close()
+            view = None
+        if view is None:
+            view = self._view = HubView(
+                self._hub_config, home=self.home, clock=self.clock, policy=self.policy,
+                keep_lines=keep_lines,
+            ).open()
+        return view
 
     # -- journaling -------------------------------------------------------------------------
 
@@ -136,6 +176,9 @@ class Fleet:
 
     def seen(self, *marks: str) -> None:
         """Record marks as handled: those states no longer wake ``wait``."""
+        if self._hub_config is not None:
+            self._open_hub().record_seen(marks)
+            return
         parsed = [parse_mark(m) for m in marks]
         for mark in parsed:
             _journal.require(self.home, mark.worker)
@@ -162,12 +205,16 @@ class Fleet:
     # -- reading ----------------------------------------------------------------------------
 
     def workers(self) -> list[str]:
+        if self._hub_config is not None:
+            return self._open_hub().workers()
         return _journal.list_workers(self.home)
 
     def status(
         self, workers: Iterable[str] | None = None, *, seen: Iterable[str] = ()
     ) -> list[WorkerState]:
         """The state of every named worker (default: every worker), as of now."""
+        if self._hub_config is not None:
+            return list(self._open_hub().states(workers, seen))
         names = None if workers is None else [validate_worker_id(w) for w in workers]
         if names is not None:
             for name in names:
@@ -181,6 +228,8 @@ class Fleet:
         return states[0]
 
     def log(self, worker: str) -> Sequence[Event]:
+        if self._hub_config is not None:
+            return self._open_hub(keep_lines=True).log(worker)
         return _journal.read_events(self.home, validate_worker_id(worker))
 
     # -- waiting --------------------------------------------------------------------------------
@@ -206,6 +255,8 @@ class Fleet:
     def poll(self, workers: Iterable[str] | None = None, *, seen: Iterable[str] = ()) -> WaitResult:
         """Who needs attention now (never blocks). ``workers=None`` means every worker that is
         not retired."""
+        if self._hub_config is not None:
+            return self._hub_wait(workers, seen, 0.0, poll=True)
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
         return self._present(self._open_watcher().poll(marks, names))
@@ -222,6 +273,8 @@ class Fleet:
         not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds.
         Raises :class:`JournalGone` at once when the journal of a worker named in ``workers``
         disappears."""
+        if self._hub_config is not None:
+            return self._hub_wait(workers, seen, timeout)
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
         return self._present(self._open_watcher().wait(marks, timeout, names))
@@ -245,11 +298,36 @@ class Fleet:
     ) -> Iterator[Transition]:
         """Yield a :class:`Transition` for every worker as first seen and then for each change,
         until ``timeout`` seconds pass without one (forever when None)."""
+        if self._hub_config is not None:
+            view = self._open_hub()
+            wanted = None if workers is None else {view.resolve(w) for w in workers}
+            for change in view.transitions(list(seen), timeout):
+                if wanted is None or change.worker in wanted:
+                    yield change
+            return
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
         for transition in self._open_watcher().transitions(marks, timeout):
             if names is None or transition.worker in names:
                 yield transition
+
+    def _hub_wait(
+        self,
+        workers: Iterable[str] | None,
+        seen: Iterable[str],
+        timeout: float | None,
+        *,
+        poll: bool = False,
+    ) -> WaitResult:
+        view = self._open_hub()
+        names = None if workers is None else [view.resolve(w) for w in workers]
+        marks = [view.resolve_mark(m) for m in seen]
+        # Marks passed in were handled: kept in the hub, they never wake this coordinator
+        # again, wherever it runs next.
+        view.record_seen(marks)
+        if poll:
+            return view.poll(marks, names)
+        return view.wait(marks, timeout, names)
 
     # -- headless workers (fleet.adapters.headless) -----------------------------------------
 
@@ -284,3 +362,15 @@ class Fleet:
         from fleet.adapters.headless import run_tasks
 
         return run_tasks(tasks, home=self.home, clock=self.clock, **options)
+
+
+def _hub_config(
+    hub: str | HubConfig | bool | None, coordinator: str | None
+) -> HubConfig | None:
+    if hub is None or hub is False:
+        return None
+    from fleet._hub.config import HubConfig, resolve_hub
+
+    if isinstance(hub, HubConfig):
+        return hub
+    return resolve_hub(None if hub is True else hub, coordinator=coordinator)

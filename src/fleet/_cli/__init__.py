@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.hooks",
     "fleet._cli.adapters",
     "fleet._cli.mcp",
+    "fleet._cli.hub",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -54,6 +55,8 @@ COMMANDS: dict[str, str] = {
     "send": "fleet._cli.adapters",
     "hand-over": "fleet._cli.adapters",
     "mcp": "fleet._cli.mcp",
+    "ship": "fleet._cli.hub",
+    "hosts": "fleet._cli.hub",
 }
 
 DESCRIPTION = """\

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fleet._cli import hub as hub_cli
 from fleet._cli._common import Exit, add_examples, add_json, positive_count, print_json
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
@@ -168,6 +169,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _send_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("worker")
     p.add_argument("file", type=Path, metavar="FILE", help="the follow-up text")
+    hub_cli.add_hub_args(p)
     add_json(p)
     p.set_defaults(run=cmd_send)
 
@@ -311,6 +313,9 @@ def cmd_workspace_read(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    hub = hub_cli.hub_of(args)
+    if hub is not None:  # delivered on the worker's own host
+        return hub_cli.cmd_send(args, hub, hub_cli.read_follow_up(args.file))
     from fleet._files import read_prompt
 
     # Checked here, before any adapter has typed half of it into a terminal.

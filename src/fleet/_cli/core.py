@@ -21,6 +21,7 @@ from fleet._cli._common import (
     table,
     to_jsonable,
 )
+from fleet._cli.hub import add_hub_args, hub_of
 from fleet._core.attention import reason_text
 from fleet._core.events import encode_obj, event_type
 from fleet._core.fold import WorkerState
@@ -34,7 +35,7 @@ ADAPTER_NAMES = ("headless", "superset", "herdr")
 
 
 def open_fleet(args: argparse.Namespace, **kwargs: Any) -> Fleet:
-    return Fleet(args.home, **kwargs)
+    return Fleet(args.home, hub=hub_of(args), **kwargs)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,12 +84,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="seconds without events before a running worker reads as quiet (default 300)",
     )
     p.add_argument("--no-cache", action="store_true", help="replay every journal in full")
+    add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet status                     # every worker; `!` marks those that need you",
         "fleet status parser docs --json",
         "fleet status --seen parser@6 --quiet-after 120",
+        "fleet status --hub nats://hub.example:4222   # every host's workers: HOST/WORKER",
     )
     p.set_defaults(run=cmd_status)
 
@@ -99,6 +102,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "in marks). Unreadable lines are shown, not skipped.",
     )
     p.add_argument("worker")
+    add_hub_args(p)
     add_json(p)
     add_examples(
         p,
@@ -115,10 +119,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "woken again for states it already handled.",
     )
     p.add_argument("marks", nargs="+", metavar="MARK")
+    add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet seen parser@6 docs@9q",
+        "fleet seen laptop/parser@6 --hub     # kept in the hub, for this coordinator",
     )
     p.set_defaults(run=cmd_seen)
 
@@ -174,6 +180,11 @@ STATUS_HEADERS = ["worker", "state", "reason", "for", "mark", "profile", "branch
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    hub = hub_of(args)
+    if hub is not None:
+        from fleet._cli import hub as hub_cli
+
+        return hub_cli.cmd_status(args, hub)
     with open_fleet(args, quiet_after=args.quiet_after) as fleet:
         from fleet._store import load_states
 

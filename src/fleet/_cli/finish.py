@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from fleet._check import DEFAULT_CMD_TIMEOUT, CheckResult, check_worker
+from fleet._cli import hub as hub_cli
 from fleet._cli._common import (
     Exit,
     add_examples,
@@ -81,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--timeout", type=seconds, default=DEFAULT_CMD_TIMEOUT, metavar="S",
         help=f"seconds each check command may run (default {DEFAULT_CMD_TIMEOUT:g})",
     )
+    hub_cli.add_hub_args(p)
     add_json(p)
     p.set_defaults(run=cmd_check)
 
@@ -103,6 +105,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--cmd", action="append", default=[], metavar="CMD", dest="cmds",
         help="check command for a claim checked here; repeat for more",
     )
+    hub_cli.add_hub_args(p)
     add_json(p)
     p.set_defaults(run=cmd_retire)
 
@@ -114,11 +117,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "retired (with its snapshot ref) or kept, and why.",
     )
     p.add_argument("workers", nargs="*", metavar="WORKER")
+    hub_cli.add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet report",
         "fleet report parser docs --json",
+        "fleet report --hub nats://hub.example:4222",
     )
     p.set_defaults(run=cmd_report)
 
@@ -168,6 +173,9 @@ def print_check(result: CheckResult) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    hub = hub_cli.hub_of(args)
+    if hub is not None:
+        return hub_cli.cmd_check(args, hub)  # on the worker's own host
     if args.cmds:
         progress(
             f"checking {args.worker}: git, then {len(args.cmds)} check "
@@ -212,6 +220,9 @@ def print_outcome(o: Outcome) -> None:
 
 
 def cmd_retire(args: argparse.Namespace) -> int:
+    hub = hub_cli.hub_of(args)
+    if hub is not None:
+        return hub_cli.cmd_retire(args, hub)  # on each worker's own host
     if not args.workers and not args.all_done:
         raise Refused("name the workers to retire, or pass --all-done")
     if args.workers and args.all_done:
@@ -296,6 +307,9 @@ def _ask(candidates: list[Candidate], as_json: bool) -> bool | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    hub = hub_cli.hub_of(args)
+    if hub is not None:
+        return hub_cli.cmd_report(args, hub)
     with Fleet(args.home) as fleet:
         for name in args.workers:
             fleet.state(name)

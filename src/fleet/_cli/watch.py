@@ -18,6 +18,7 @@ from fleet._cli._common import (
     table,
 )
 from fleet._cli.core import STATUS_HEADERS, status_row
+from fleet._cli.hub import add_hub_args, hub_of
 from fleet._core.attention import attention_details, next_step, reason_text
 from fleet._core.fold import WorkerState
 from fleet._fleet import Fleet
@@ -57,11 +58,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="seconds without events before a running worker is quiet (300)",
     )
     p.add_argument("--timeout", type=seconds, metavar="S", help="give up after S seconds")
+    add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet wait --timeout 600          # any worker",
         "fleet wait parser docs --seen parser@6 --json",
+        "fleet wait --hub --seen laptop/parser@6   # every host; marks kept in the hub",
     )
     p.set_defaults(run=cmd_wait)
 
@@ -77,11 +80,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--timeout", type=seconds, metavar="S", help="stop after S seconds without a transition"
     )
+    add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet watch",
         "fleet watch --json --timeout 60  # one JSON line per transition",
+        "fleet watch --hub nats://hub.example:4222",
     )
     p.set_defaults(run=cmd_watch)
 
@@ -97,6 +102,8 @@ def attention_json(state: WorkerState) -> dict[str, Any]:
         "branch": state.branch,
         "worktree": state.worktree,
         **attention_details(state),
+        # a hub view: the worker's host, and what its journal last said
+        **(state.hub_fields() if hasattr(state, "hub_fields") else {}),
     }
 
 
@@ -115,7 +122,8 @@ def note(text: str) -> None:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note) as fleet:
+    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note,
+               hub=hub_of(args)) as fleet:
         result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout)
         # Print before the watcher threads are stopped and joined: the coordinator reads the
         # output, not the exit.
@@ -160,7 +168,8 @@ def transition_json(t: Transition) -> dict[str, Any]:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note) as fleet:
+    with Fleet(args.home, quiet_after=args.quiet_after, on_note=note,
+               hub=hub_of(args)) as fleet:
         names = args.workers or None
         if args.json:
             for t in fleet.watch(names, timeout=args.timeout):

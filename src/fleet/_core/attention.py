@@ -63,6 +63,11 @@ def next_step(state: WorkerState) -> str:
         if reason == "timeout":
             return "ran out of time: check the worktree, restart with more time or a smaller task"
         return f"its session ended ({reason}) with no DONE claim: check the worktree"
+    if str(s) == "offline":
+        # A hub view: the worker's host stopped shipping its journal.
+        why = "its `fleet ship` stopped" if reason == "ship_stopped" else "no heartbeat"
+        return (f"its host is offline ({why}): what it last said may be out of date, and "
+                "check, send and retire wait until `fleet ship` runs there again")
     return ""
 
 

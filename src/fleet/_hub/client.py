@@ -1,0 +1,435 @@
+"""The NATS side of the hub: connecting, the stream and buckets, and tailing a stream.
+
+The only module that imports ``nats`` (the ``hub`` extra); the shipper and the hub view import
+it, ``import fleet`` never does. Everything here runs on one asyncio loop; :class:`Runtime`
+gives the threaded rest of fleet a loop of its own to call into.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Final, TypeVar
+
+from fleet._errors import FleetError, ToolError
+from fleet._hub.config import HubConfig
+from fleet._hub.names import HOSTS_BUCKET, SEEN_BUCKET, STREAM, journal_filter
+from fleet._hub.redact import MAX_LINE
+
+try:
+    import nats
+    import nats.errors
+    import nats.js.errors
+    from nats.aio.client import Client as NATS
+    from nats.aio.msg import Msg
+    from nats.js import JetStreamContext
+    from nats.js import api as js_api
+except ImportError as exc:  # pragma: no cover - the extra is part of the test install
+    raise FleetError(
+        "the hub needs the NATS client: pip install 'fleet[hub]' (nats-py)"
+    ) from exc
+
+T = TypeVar("T")
+
+#: JetStream drops a message whose id it stored within this window. The shipper and the hub
+#: reader never count on it alone (the reader is idempotent by worker, generation and seq).
+DUPLICATE_WINDOW: Final = 3600.0
+#: How often an idle consumer proves it is alive; three missed beats and it is made again.
+CONSUMER_HEARTBEAT: Final = 2.0
+CONNECT_TIMEOUT: Final = 2.0
+REQUEST_TIMEOUT: Final = 5.0
+
+__all__ = [
+    "NATS",
+    "HubUnreachable",
+    "JetStreamContext",
+    "Msg",
+    "Runtime",
+    "Tail",
+    "connect",
+    "ensure_buckets",
+    "ensure_stream",
+    "js_api",
+    "nats",
+]
+
+
+class HubUnreachable(ToolError):
+    """The hub's server could not be reached (or refused the connection)."""
+
+
+class Runtime:
+    """An asyncio loop in a thread of its own, for callers that are not async."""
+
+    def __init__(self, name: str = "fleet-hub") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def soon(self, fn: Callable[[], None]) -> None:
+        self.loop.call_soon_threadsafe(fn)
+
+    def close(self, cleanup: Coroutine[Any, Any, None] | None = None) -> None:
+        if self.loop.is_closed():
+            return
+        if cleanup is not None and self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                self.call(cleanup, 10)
+        if self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                self.call(_cancel_others(), 5)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+async def _cancel_others() -> None:
+    me = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not me]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=5)
+
+
+async def connect(
+    cfg: HubConfig,
+    *,
+    name: str,
+    retry: bool = True,
+    on_reconnect: Callable[[], Awaitable[None]] | None = None,
+    on_disconnect: Callable[[], Awaitable[None]] | None = None,
+) -> NATS:
+    """Connect to the hub. ``retry``: keep reconnecting for ever once connected (the first
+    connection is the caller's to retry). Raises HubUnreachable when the first attempt fails."""
+    errors: list[str] = []
+
+    async def error_cb(exc: Exception) -> None:
+        errors.append(f"{type(exc).__name__}: {exc}".strip())
+        del errors[:-5]
+
+    async def reconnected_cb() -> None:
+        if on_reconnect is not None:
+            await on_reconnect()
+
+    async def disconnected_cb() -> None:
+        if on_disconnect is not None:
+            await on_disconnect()
+
+    try:
+        nc = await nats.connect(
+            servers=cfg.servers(),
+            name=name,
+            allow_reconnect=True,
+            # Each server is tried twice for the first connection (so a wrong password or an
+            # address nobody answers on is said at once); once connected, for ever.
+            max_reconnect_attempts=1,
+            reconnect_time_wait=0.5,
+            connect_timeout=CONNECT_TIMEOUT,
+            ping_interval=5,
+            max_outstanding_pings=2,
+            error_cb=error_cb,
+            reconnected_cb=reconnected_cb,
+            disconnected_cb=disconnected_cb,
+            **cfg.connect_options(),
+        )
+    except (TimeoutError, OSError, nats.errors.Error) as exc:
+        # The server's own refusal says more than the reset of the socket that followed it.
+        telling = [e for e in errors if "uthoriz" in e or "ermission" in e or "SSL" in e]
+        why = (telling or errors or [f"{type(exc).__name__}: {exc}".strip(": ")])[-1]
+        raise HubUnreachable(f"cannot reach the hub at {cfg.display()}: {why}") from None
+    nc.options["max_reconnect_attempts"] = -1 if retry else 0
+    nc.options["allow_reconnect"] = retry
+    return nc
+
+
+async def connect_once(
+    cfg: HubConfig,
+    *,
+    name: str,
+    timeout: float,
+    on_reconnect: Callable[[], Awaitable[None]] | None = None,
+) -> NATS:
+    """The first connection, tried for up to ``timeout`` seconds (then HubUnreachable)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.1
+    while True:
+        try:
+            return await asyncio.wait_for(
+                connect(cfg, name=name, on_reconnect=on_reconnect), CONNECT_TIMEOUT * 2
+            )
+        except (TimeoutError, HubUnreachable) as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if isinstance(exc, HubUnreachable):
+                    raise
+                raise HubUnreachable(f"cannot reach the hub at {cfg.display()}") from None
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 1.0)
+
+
+def stream_config() -> js_api.StreamConfig:
+    return js_api.StreamConfig(
+        name=STREAM,
+        description="fleet journals, one subject per worker: fleet.<host>.<worker>",
+        subjects=[journal_filter()],
+        retention=js_api.RetentionPolicy.LIMITS,
+        storage=js_api.StorageType.FILE,
+        discard=js_api.DiscardPolicy.OLD,
+        max_msg_size=MAX_LINE + 4096,
+        duplicate_window=DUPLICATE_WINDOW,
+    )
+
+
+def _bucket_config(bucket: str, description: str) -> js_api.StreamConfig:
+    # A JetStream key-value bucket is a stream of this shape; making it by hand keeps to the
+    # fields every server since 2.9 knows.
+    return js_api.StreamConfig(
+        name=f"KV_{bucket}",
+        description=description,
+        subjects=[f"$KV.{bucket}.>"],
+        retention=js_api.RetentionPolicy.LIMITS,
+        storage=js_api.StorageType.FILE,
+        discard=js_api.DiscardPolicy.NEW,
+        max_msgs_per_subject=1,
+        allow_rollup_hdrs=True,
+        deny_delete=True,
+        duplicate_window=120.0,
+        max_msg_size=64 * 1024,
+    )
+
+
+async def _ensure(js: JetStreamContext, config: js_api.StreamConfig) -> None:
+    assert config.name is not None
+    try:
+        await js.stream_info(config.name)
+        return
+    except nats.js.errors.NotFoundError:
+        pass
+    try:
+        await js.add_stream(config)
+    except nats.js.errors.BadRequestError:
+        # Made by someone else in the meantime, with the same name.
+        await js.stream_info(config.name)
+
+
+async def ensure_stream(js: JetStreamContext) -> None:
+    """The journal stream, made when missing (an existing one is used as it is)."""
+    await _ensure(js, stream_config())
+
+
+async def ensure_buckets(js: JetStreamContext) -> None:
+    await _ensure(js, _bucket_config(HOSTS_BUCKET, "fleet: each shipping host's heartbeat"))
+    await _ensure(js, _bucket_config(SEEN_BUCKET, "fleet: coordinators' seen marks"))
+
+
+def kv_subject(bucket: str, key: str) -> str:
+    return f"$KV.{bucket}.{key}"
+
+
+def reply_meta(reply: str) -> tuple[int, int, int, float] | None:
+    """From a JetStream delivery's reply subject: stream seq, consumer seq, pending, and the
+    server's timestamp of the message (unix seconds)."""
+    tokens = reply.split(".")
+    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        return None
+    # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>, or with a domain
+    # and an account hash before the stream (and a random token after the pending count).
+    base = 2 if len(tokens) == 9 else 4
+    try:
+        sseq, cseq = int(tokens[base + 3]), int(tokens[base + 4])
+        return sseq, cseq, int(tokens[base + 6]), int(tokens[base + 5]) / 1e9
+    except (ValueError, IndexError):
+        return None
+
+
+Handler = Callable[[Msg, int, float], None]
+
+
+class Tail:
+    """Follows one stream (the messages of ``filter_subject``) through a push consumer made by
+    fleet, with flow control and idle heartbeats, and calls ``handle(msg, stream_seq,
+    server_ts)`` for each message in order.
+
+    The consumer is made again, from the last stream sequence handled, whenever the connection
+    comes back, a heartbeat is missed or a delivery is skipped. ``kind="journal"`` also checks
+    that the stream did not go back (a server that lost its last messages, or a stream made
+    anew): then it starts over from the stream's first message, and the handler drops what it
+    already had. ``kind="kv"`` starts from the last message of each key every time."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        js: JetStreamContext,
+        stream: str,
+        filter_subject: str,
+        handle: Handler,
+        *,
+        kind: str = "journal",
+        start_seq: int = 0,
+        last_id: str | None = None,
+        heartbeat: float = CONSUMER_HEARTBEAT,
+        prepare: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.nc, self.js, self.stream, self.filter = nc, js, stream, filter_subject
+        self.handle = handle
+        self.kind = kind
+        self.sseq = start_seq
+        self.last_id = last_id
+        self.heartbeat = heartbeat
+        self.prepare = prepare
+        self.caught_up = asyncio.Event()
+        self.restarts = 0
+        self.regressions = 0
+        self._cseq = 0
+        self._consumer: str | None = None
+        self._sub: Any = None
+        self._last_beat = time.monotonic()
+        self._reset = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._supervise())
+
+    def reset(self) -> None:
+        """Make the consumer again (after a reconnection)."""
+        self._reset.set()
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        await self._drop()
+
+    async def _supervise(self) -> None:
+        delay = 0.1
+        while not self._closed:
+            try:
+                await self._open()
+                delay = 0.1
+                self._reset.clear()
+                while not self._closed:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._reset.wait(), self.heartbeat)
+                    if self._reset.is_set():
+                        break
+                    if time.monotonic() - self._last_beat > 3 * self.heartbeat + 1:
+                        break
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+            self.restarts += 1
+            await self._drop()
+
+    async def _drop(self) -> None:
+        sub, self._sub = self._sub, None
+        consumer, self._consumer = self._consumer, None
+        if sub is not None:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        if consumer is not None and self.nc.is_connected:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.js.delete_consumer(self.stream, consumer), 2)
+
+    async def _start_point(self) -> int:
+        """The stream sequence to start from, 0 for 'the last of each key'."""
+        if self.kind == "kv" or self.sseq == 0:
+            return 0 if self.kind == "kv" else 1
+        try:
+            msg = await self.js.get_msg(self.stream, seq=self.sseq)
+            same = (msg.headers or {}).get("Nats-Msg-Id") == self.last_id
+        except nats.js.errors.NotFoundError:
+            same = False
+        if not same:
+            # The stream went back: what it holds from here on is not what was read.
+            self.regressions += 1
+            self.sseq, self.last_id = 0, None
+            return 1
+        return self.sseq + 1
+
+    async def _open(self) -> None:
+        if self.prepare is not None:
+            await self.prepare()  # the stream, made again on a server that lost it
+        start = await self._start_point()
+        inbox = self.nc.new_inbox()
+        self._cseq = 0
+        self._last_beat = time.monotonic()
+        self._sub = await self.nc.subscribe(inbox, cb=self._on_msg)
+        if start == 0:
+            policy, opt = js_api.DeliverPolicy.LAST_PER_SUBJECT, None
+        else:
+            policy, opt = js_api.DeliverPolicy.BY_START_SEQUENCE, start
+        config = js_api.ConsumerConfig(
+            deliver_subject=inbox,
+            deliver_policy=policy,
+            opt_start_seq=opt,
+            ack_policy=js_api.AckPolicy.NONE,
+            filter_subject=self.filter,
+            flow_control=True,
+            idle_heartbeat=self.heartbeat,
+            inactive_threshold=max(30.0, 10 * self.heartbeat),
+            mem_storage=True,
+            num_replicas=1,
+            max_deliver=1,
+        )
+        info = await self.js.add_consumer(self.stream, config)
+        self._consumer = info.name
+        delivered = info.delivered.consumer_seq if info.delivered is not None else 0
+        if info.num_pending == 0 and delivered == 0:
+            self.caught_up.set()
+
+    async def _on_msg(self, msg: Msg) -> None:
+        self._last_beat = time.monotonic()
+        headers = msg.headers or {}
+        status = headers.get("Status")
+        if status is not None:
+            if status == "100":
+                if msg.reply:  # flow control: answer so the server goes on sending
+                    with contextlib.suppress(Exception):
+                        await self.nc.publish(msg.reply)
+                last = headers.get("Nats-Last-Consumer")
+                if last is not None and last.isdigit() and int(last) != self._cseq:
+                    self._reset.set()  # the heartbeat says a delivery was missed
+            return
+        meta = reply_meta(msg.reply or "")
+        if meta is None:
+            return
+        sseq, cseq, pending, ts = meta
+        if cseq != self._cseq + 1:
+            self._reset.set()
+            return
+        self._cseq = cseq
+        if sseq > self.sseq or self.kind == "kv":
+            self.handle(msg, sseq, ts)
+            self.sseq = max(self.sseq, sseq)
+            self.last_id = headers.get("Nats-Msg-Id")
+        if pending == 0:
+            self.caught_up.set()
+
+
+def fatal(exc: BaseException) -> str:
+    """One line for an error from the NATS client."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}{': ' + text if text else ''}"
