@@ -5,7 +5,9 @@ must stop the threads and processes it starts: a test that leaves one behind fai
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 import stat
 import subprocess
 import threading
@@ -23,6 +25,49 @@ def _machine_left_whole() -> Iterator[None]:
     (fleet given it as a path) would break every later process that opens it."""
     yield
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "a test replaced /dev/null"
+
+
+def _loopback(host: object) -> bool:
+    if host in (None, "", "localhost", b"localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _loopback_only() -> Iterator[None]:
+    """Tests reach 127.0.0.1 and nothing else: a hostile host name given to a command (a hub
+    address, say) must fail here as it would on a closed network, without a DNS query or a
+    connection leaving the machine. Processes a test starts are bounded by their own timeouts."""
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def getaddrinfo(host: object, *args: object, **kwargs: object) -> object:
+        if not _loopback(host):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    def refused(address: object) -> bool:
+        return isinstance(address, tuple) and not _loopback(address[0])
+
+    def connect(self: socket.socket, address: object) -> None:
+        if refused(address):
+            raise ConnectionRefusedError(111, "the test suite reaches loopback only")
+        real_connect(self, address)  # type: ignore[arg-type]
+
+    def connect_ex(self: socket.socket, address: object) -> int:
+        if refused(address):
+            return 111
+        return real_connect_ex(self, address)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket, "getaddrinfo", getaddrinfo)
+        mp.setattr(socket.socket, "connect", connect)
+        mp.setattr(socket.socket, "connect_ex", connect_ex)
+        yield
 
 
 #: Where the agent CLIs were installed, computed before any test moves HOME.

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +44,12 @@ from fleet._journal import append, list_workers
 from fleet._liveness import DeathWatch
 from fleet._proc import is_alive
 from fleet._store import Folded, load_folded
+
+# watchdog's recursive inotify watch warns when a directory made while the watch starts is
+# added twice; it is added to the same callback both times, so nothing is lost.
+warnings.filterwarnings(
+    "ignore", message=r"Callback with id .* already exists for watch", category=RuntimeWarning
+)
 
 Backend = Literal["auto", "native", "polling"]
 SWEEP_INTERVAL: Final = 15.0

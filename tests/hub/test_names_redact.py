@@ -130,3 +130,40 @@ def test_hub_configuration_comes_from_arguments_environment_and_settings(
     settings.write_text(json.dumps({"hub": {"url": "x", "offlineAfter": -1}}))
     with pytest.raises(SettingsError, match="more than 0 seconds"):
         resolve_hub(None, environ={}, settings_path=settings)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [" ", ",", "nats://a b", "http://hub", "nats://", "../../etc", "-1", "0x10", "127.1",
+     "hub:0", "hub:99999", "hub:port", "nats://hub/path", "nats://hub?x=1", "a\x00b",
+     "caf\udce9", "x" * 300],
+)
+def test_a_malformed_hub_address_is_refused_before_any_connection(url: str) -> None:
+    with pytest.raises(SettingsError, match="hub address"):
+        resolve_hub(url, environ={})
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["127.0.0.1", "nats://127.0.0.1:4222", "hub.example.com", "tls://u:p@hub:4443",
+     "nats://[::1]:4222", "a:1,b:2", "ws://hub:8080/", "localhost"],
+)
+def test_a_well_formed_hub_address_is_kept_as_written(url: str) -> None:
+    assert resolve_hub(url, environ={}).url == url
+
+
+def test_a_hub_whose_name_does_not_resolve_is_said_at_once_not_after_retries() -> None:
+    import time
+
+    from fleet._hub import client as hc
+
+    rt = hc.Runtime()
+    try:
+        started = time.monotonic()
+        with pytest.raises(hc.HubUnreachable, match="no server's name resolves") as info:
+            rt.call(hc.connect_once(resolve_hub("nowhere.invalid", environ={}), name="t",
+                                    timeout=30), 40)
+        assert info.value.lasting
+        assert time.monotonic() - started < 5
+    finally:
+        rt.close()

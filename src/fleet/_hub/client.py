@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, TypeVar
 
@@ -59,6 +61,11 @@ __all__ = [
 
 class HubUnreachable(ToolError):
     """The hub's server could not be reached (or refused the connection)."""
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        #: trying again cannot help: the name does not resolve, or the server refused the login
+        self.lasting = lasting
 
 
 class Runtime:
@@ -133,6 +140,7 @@ async def connect(
         if on_disconnect is not None:
             await on_disconnect()
 
+    await _resolve_some(cfg)
     try:
         nc = await nats.connect(
             servers=cfg.servers(),
@@ -153,11 +161,34 @@ async def connect(
     except (TimeoutError, OSError, nats.errors.Error) as exc:
         # The server's own refusal says more than the reset of the socket that followed it.
         telling = [e for e in errors if "uthoriz" in e or "ermission" in e or "SSL" in e]
+        unresolved = [e for e in errors if e.startswith("gaierror")]
         why = (telling or errors or [f"{type(exc).__name__}: {exc}".strip(": ")])[-1]
-        raise HubUnreachable(f"cannot reach the hub at {cfg.display()}: {why}") from None
+        lasting = bool(telling) or (bool(unresolved) and len(unresolved) == len(errors))
+        raise HubUnreachable(
+            f"cannot reach the hub at {cfg.display()}: {why}", lasting=lasting
+        ) from None
     nc.options["max_reconnect_attempts"] = -1 if retry else 0
     nc.options["allow_reconnect"] = retry
     return nc
+
+
+async def _resolve_some(cfg: HubConfig) -> None:
+    """Raise a lasting HubUnreachable when no server's name resolves: the client would try each
+    again after a pause, and a name that does not resolve now will not in half a second."""
+    loop = asyncio.get_running_loop()
+    failures: list[str] = []
+    for server in cfg.servers():
+        parsed = urllib.parse.urlsplit(server)
+        try:
+            await loop.getaddrinfo(parsed.hostname, parsed.port or 4222, type=socket.SOCK_STREAM)
+            return
+        except (socket.gaierror, UnicodeError) as exc:
+            failures.append(f"{parsed.hostname}: {exc.args[-1] if exc.args else exc}")
+    raise HubUnreachable(
+        f"cannot reach the hub at {cfg.display()}: no server's name resolves "
+        f"({'; '.join(failures)})",
+        lasting=True,
+    )
 
 
 async def connect_once(
@@ -177,7 +208,7 @@ async def connect_once(
             )
         except (TimeoutError, HubUnreachable) as exc:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or getattr(exc, "lasting", False):
                 if isinstance(exc, HubUnreachable):
                     raise
                 raise HubUnreachable(f"cannot reach the hub at {cfg.display()}") from None

@@ -12,9 +12,12 @@ where it comes from (``env:NAME``, ``command:CMD``, ``keyring:SERVICE/USER``), a
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+import socket
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -28,6 +31,59 @@ DEFAULT_HEARTBEAT: Final = 5.0
 DEFAULT_COORDINATOR: Final = "default"
 
 _USERINFO = re.compile(r"(?<=://)[^/@]*@")
+_SCHEMES: Final = ("nats", "tls", "ws", "wss")
+#: One DNS label: letters, digits and inner hyphens (RFC 1123), at most 63 characters.
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def check_servers(url: str) -> str:
+    """``url`` if every comma-separated server in it is a well-formed address
+    (``[scheme://][user[:password]@]host[:port]``), else SettingsError naming the first bad one.
+    Checked before any connection, so a typing slip is said at once instead of after the
+    connection attempts time out."""
+    servers = [part.strip() for part in url.split(",") if part.strip()]
+    if not servers:
+        raise SettingsError(f"the hub address {url!r} names no server")
+    for part in servers:
+        shown = _USERINFO.sub("", part if "://" in part else f"nats://{part}")
+        problem = _server_problem(part)
+        if problem:
+            raise SettingsError(f"the hub address {shown!r} is not usable: {problem}")
+    return url
+
+
+def _server_problem(part: str) -> str | None:
+    if not part.isprintable() or any(c.isspace() for c in part):
+        return "it holds a space or a control character"
+    try:
+        parsed = urllib.parse.urlsplit(part if "://" in part else f"nats://{part}")
+        port = parsed.port
+    except ValueError as exc:
+        return str(exc)
+    if parsed.scheme not in _SCHEMES:
+        return f"the scheme must be one of {', '.join(_SCHEMES)}, not {parsed.scheme!r}"
+    if parsed.path not in ("", "/") or parsed.query or parsed.fragment:
+        return "a server address has no path or query"
+    host = parsed.hostname or ""
+    if not host:
+        return "it names no host"
+    if port == 0:
+        return "port 0 is not a port a server listens on"
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    labels = host.rstrip(".").split(".")
+    if len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        return f"{host!r} is neither an IP address nor a host name"
+    try:
+        socket.inet_aton(host)
+    except OSError:
+        return None
+    # The resolver reads "0x10" or "127.1" as an IPv4 address (0.0.0.16, 127.0.0.1): almost
+    # always a slip, and never what the address looks like.
+    return f"{host!r} is read as an IPv4 address in an old short form; write all four numbers"
 
 
 @attrs.frozen(kw_only=True)
@@ -174,7 +230,7 @@ def resolve_hub(
     who = pick(coordinator, "FLEET_COORDINATOR", "coordinator") or DEFAULT_COORDINATOR
     this_host = pick(host, "FLEET_HOST", "host")
     return HubConfig(
-        url=chosen,
+        url=check_servers(chosen),
         user=pick(user, "FLEET_HUB_USER", "user"),
         password=_secret(password_from, env.get("FLEET_HUB_PASSWORD"), cfg.get("passwordFrom"),
                          "password"),
