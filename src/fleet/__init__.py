@@ -3,7 +3,7 @@ without losing a line."""
 
 from typing import TYPE_CHECKING, Any
 
-from fleet._clock import Clock, MockClock, SystemClock
+from fleet._clock import Clock, SystemClock
 from fleet._core.events import (
     Attached,
     Checked,
@@ -36,6 +36,7 @@ from fleet._errors import (
     UnknownWorker,
 )
 from fleet._fleet import Fleet
+from fleet._watch import Transition, WaitResult
 
 if TYPE_CHECKING:
     from fleet._check import CheckResult, check_worker
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from fleet._plan import TaskFile, load_task_file, load_tasks, plan_tasks
     from fleet._profiles import coordinator_profile, find_profile, load_profiles
     from fleet._report import ReportLine, build_report, format_report
-    from fleet._retire import Retirer
+    from fleet._retire import Candidate, Outcome, Retirer
     from fleet._settings import load_settings
 
 # Imported on first use: every `fleet` command and every hook-adjacent script imports this
@@ -78,6 +79,8 @@ _LAZY = {
     "ReportLine": "fleet._report",
     "build_report": "fleet._report",
     "format_report": "fleet._report",
+    "Candidate": "fleet._retire",
+    "Outcome": "fleet._retire",
     "Retirer": "fleet._retire",
     "load_settings": "fleet._settings",
 }
@@ -101,6 +104,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "STATES",
     "Attached",
+    "Candidate",
     "CheckResult",
     "Checked",
     "Choices",
@@ -119,7 +123,7 @@ __all__ = [
     "JournalError",
     "JournalGone",
     "Mark",
-    "MockClock",
+    "Outcome",
     "Plan",
     "PlanRow",
     "Policy",
@@ -141,10 +145,12 @@ __all__ = [
     "Task",
     "TaskFile",
     "ToolError",
+    "Transition",
     "UnknownEvent",
     "UnknownWorker",
     "Unreadable",
     "Vanished",
+    "WaitResult",
     "WorkerState",
     "build_report",
     "check_worker",

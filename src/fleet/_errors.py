@@ -47,3 +47,10 @@ class ToolError(FleetError, RuntimeError):
 
 class Refused(FleetError, PermissionError):
     """fleet refused to act because it could not prove the action is safe."""
+
+
+def one_line(exc: BaseException, *, limit: int | None = None) -> str:
+    """An exception as one line for a message: its text with every run of whitespace (newlines
+    too) made one space, or its type's name when it has no text; cut to ``limit`` characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if limit is None else text[:limit]

@@ -15,8 +15,8 @@ from fleet._core.events import Attached, Event, FollowUpSent, Registered, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
 from fleet._errors import JournalGone, SettingsError, UnknownWorker
+from fleet._fold_cache import load_states
 from fleet._home import journal_path, resolve_home, worker_dir
-from fleet._store import load_states
 from fleet._watch import Backend, Transition, WaitResult, Watcher
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ import attrs
 from fleet._check import CheckResult, check_worker, inspect_worktree
 from fleet._core.events import Checked, Retired, RetireRefused
 from fleet._core.fold import WorkerState
-from fleet._errors import FleetError, SettingsError
+from fleet._errors import FleetError, SettingsError, one_line
 from fleet._fleet import Fleet
 from fleet._git import Git, GitError, printable
 from fleet._leftovers import IgnoredSummary, Leftovers, inspect_leftovers
@@ -226,7 +226,7 @@ class Retirer:
                 candidate.adapter, runner=self.runner, home=self.fleet.home, clock=self.fleet.clock
             )
         except (FleetError, OSError, ValueError) as exc:
-            return self._refuse(state, f"no adapter to delete with: {_one_line(exc)}",
+            return self._refuse(state, f"no adapter to delete with: {one_line(exc)}",
                                 candidate=candidate)
         busy = self._clear_occupants(candidate, deleter)
         if busy:
@@ -290,10 +290,10 @@ class Retirer:
         except (FleetError, OSError, ValueError) as exc:
             if not os.path.lexists(worktree):
                 # The host deleted it and then failed: it is gone, after every guard passed.
-                return None, leftovers, f"the adapter reported an error: {_one_line(exc)}"
+                return None, leftovers, f"the adapter reported an error: {one_line(exc)}"
             # Whatever landed after the last check is what made the delete fail: name it.
             late = self._since_last_check(candidate)
-            return (f"delete refused: {_one_line(exc)}{late} (state saved at {ref})",
+            return (f"delete refused: {one_line(exc)}{late} (state saved at {ref})",
                     leftovers, None)
         if os.path.lexists(worktree):
             return (f"{worktree} still exists after the delete (state saved at {ref})",
@@ -352,7 +352,7 @@ class Retirer:
         try:
             stopped = _stop_agent(deleter, candidate)
         except (FleetError, OSError, ValueError) as exc:
-            return f"{describe_occupants(found)} (stopping its agent failed: {_one_line(exc)})"
+            return f"{describe_occupants(found)} (stopping its agent failed: {one_line(exc)})"
         if not stopped:
             # Nothing of the worker's own was running (or its adapter cannot stop it): what
             # runs there is someone else's, and fleet does not stop it.
@@ -481,10 +481,6 @@ def _plural(n: int, word: str) -> str:
 
 def _moved(old: str, new: str | None) -> str:
     return f"HEAD moved since the check ({old[:7]} -> {(new or '?')[:7]}): check again"
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def confirm_on_tty(prompt: str, *, stdin: Any = None, stdout: Any = None) -> bool | None:

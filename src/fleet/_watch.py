@@ -39,11 +39,11 @@ from fleet._clock import Clock, SystemClock
 from fleet._core.events import Vanished
 from fleet._core.fold import Policy, WorkerState
 from fleet._core.ids import is_worker_id
+from fleet._fold_cache import Folded, load_folded
 from fleet._home import ensure_dir, journal_path, workers_dir
 from fleet._journal import append, list_workers
 from fleet._liveness import DeathWatch
 from fleet._proc import is_alive
-from fleet._store import Folded, load_folded
 
 # watchdog's recursive inotify watch warns when a directory made while the watch starts is
 # added twice; it is added to the same callback both times, so nothing is lost.

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fleet import Fleet, HookEvent, MockClock
+from fleet import Fleet, HookEvent
 from fleet._core.events import encode_line
+from fleet._fold_cache import FoldCache, load_states
 from fleet._home import journal_path
-from fleet._store import FoldCache, load_states
+from fleet.testing import MockClock
 
 NOW = 10_000.0
 
@@ -110,7 +111,7 @@ def test_an_untouched_journal_is_continued_not_replayed(home: Path, tmp_path: Pa
     size = path.stat().st_size
     with Fleet(clock=MockClock(now=60.0)) as fleet:
         fleet.record("w1", HookEvent(ts=900.0, src="claude", hook="UserPromptSubmit"))
-    from fleet._store import load_folded
+    from fleet._fold_cache import load_folded
 
     folded = load_folded(home)["w1"]
     assert not folded.reader.reset and folded.reader.offset > size

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet import Fleet, HookEvent, MockClock
+from fleet import Fleet, HookEvent
 from fleet._cli import main
-from fleet._store import load_states
+from fleet._fold_cache import load_states
+from fleet.testing import MockClock
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -22,9 +22,9 @@ from fleet._core.events import (
     encode_line,
 )
 from fleet._core.fold import Policy, WorkerState
+from fleet._fold_cache import load_states
 from fleet._home import journal_path
 from fleet._journal import append, append_line
-from fleet._store import load_states
 from fleet._watch import Transition
 
 _TOOLS = ("Bash", "Edit", "Read", "Write", "Grep")

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet import Fleet, HookEvent, MockClock, Started
+from fleet import Fleet, HookEvent, Started
 from fleet._proc import process_start_time
 from fleet._watch import Watcher
+from fleet.testing import MockClock
 
 FLEET = [sys.executable, "-m", "fleet"]
 

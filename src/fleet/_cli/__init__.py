@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from fleet._cli._common import EXIT_CODES_HELP, Exit
-from fleet._errors import FleetError
+from fleet._errors import FleetError, one_line
 
 #: Command modules, in the order their commands appear in ``fleet --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -167,13 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("fleet: interrupted\n")
         return Exit.INTERRUPTED
     except FleetError as exc:
-        sys.stderr.write(f"fleet: {_one_line(exc)}\n")
+        sys.stderr.write(f"fleet: {one_line(exc)}\n")
         return Exit.REFUSED if isinstance(exc, PermissionError) else Exit.ERROR
     except BrokenPipeError:
         return Exit.OK
     except OSError as exc:  # a missing or unreadable file named on the command line, say
         where = f": {exc.filename}" if exc.filename else ""
-        sys.stderr.write(f"fleet: {exc.strerror or _one_line(exc)}{where}\n")
+        sys.stderr.write(f"fleet: {exc.strerror or one_line(exc)}{where}\n")
         return Exit.ERROR
     except RecursionError:
         sys.stderr.write("fleet: an input is nested too deeply to read\n")
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("FLEET_TRACEBACK"):
             raise
         sys.stderr.write(
-            f"fleet: internal error: {type(exc).__name__}: {_one_line(exc)[:300]} "
+            f"fleet: internal error: {type(exc).__name__}: {one_line(exc)[:300]} "
             "(a bug: please report it; FLEET_TRACEBACK=1 shows where)\n"
         )
         return Exit.ERROR
@@ -204,10 +204,6 @@ def _unusable_argument(words: Sequence[str]) -> str | None:
         except UnicodeEncodeError as exc:
             return f"argument {n} is not valid UTF-8 text (character {exc.start + 1})"
     return None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

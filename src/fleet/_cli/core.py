@@ -186,7 +186,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
         return hub_cli.cmd_status(args, hub)
     with open_fleet(args, quiet_after=args.quiet_after) as fleet:
-        from fleet._store import load_states
+        from fleet._fold_cache import load_states
 
         for mark in args.seen:
             parse_mark(mark)  # a one-line error for a malformed mark, as `fleet wait` gives

@@ -22,6 +22,8 @@ import attrs
 import cattrs
 import orjson
 
+from fleet._errors import one_line
+
 SCHEMA_VERSION: Final = 1
 HOOK_SOURCES: Final = frozenset({"claude", "codex"})
 
@@ -356,7 +358,7 @@ def _decode(obj: Any, line: str) -> Event:
     try:
         return converter.structure(fields, cls)
     except Exception as exc:  # cattrs raises several types; any of them means "unreadable"
-        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=_one_line(exc))
+        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=one_line(exc, limit=300))
 
 
 _NUMBER: Final = (float, int)
@@ -427,7 +429,3 @@ def _short(obj: Any) -> str:
     except TypeError:
         return repr(obj)[:_MAX_KEPT_LINE]
 
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]

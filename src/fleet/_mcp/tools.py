@@ -31,7 +31,7 @@ import anyio
 import attrs
 
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import FleetError, Refused, SettingsError
+from fleet._errors import FleetError, Refused, SettingsError, one_line
 from fleet._files import atomic_write
 from fleet._home import DIR_MODE, FILE_MODE
 from fleet._mcp.scope import Scope, redact, secrets, tool_key_source
@@ -804,7 +804,3 @@ def _profile_config_dir(name: str) -> Path | None:
         return find_profile(name, load_profiles()).config_dir
     except FleetError:
         return None  # the adapter answers the trust prompt on screen where it can
-
-
-def one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
