@@ -30,449 +30,19 @@ The rules, in order:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final
 
 import attrs
 
+from fleet._core.routing.assessment import assess, format_duration, in_pool, percent, quota_problems
+from fleet._core.routing.profiles import DEFAULT_STALE_AFTER, Profile, resolve
+from fleet._core.routing.settings import Settings
 from fleet._errors import SettingsError
-
-Tool = Literal["claude", "codex"]
-Kind = Literal["subscription", "api"]
-
-TOOLS: Final = ("claude", "codex")
-PROFILE_KINDS: Final = ("subscription", "api")
-QUOTA_STATES: Final = ("ok", "expired", "missing", "cooldown", "error")
 
 #: Kinds of work a task may declare. Anything else is refused when tasks are read.
 WORK_KINDS: Final = ("default", "wide-mechanical", "exploratory")
-
-DEFAULT_MAX_USAGE: Final = 90.0
-#: A quota reading older than this (seconds) is shown as stale. clausona caches readings for
-#: five minutes, so anything much older means nobody refreshed it.
-DEFAULT_STALE_AFTER: Final = 900.0
-RETIRE_MODES: Final = ("ask", "auto")
-
-_QUOTA_STATE_MEANING: Final = {
-    "expired": "its sign-in lapsed, so the numbers are an old reading",
-    "missing": "clausona has no usable credentials for it",
-    "cooldown": "the usage API is rate-limiting this host, so the numbers are an old reading",
-    "error": "the last quota fetch failed",
-}
-
-
-# --------------------------------------------------------------------------------------------
-# Profiles
-
-
-@attrs.frozen(kw_only=True)
-class QuotaWindow:
-    """One usage window: percent used (0-100) and when it resets (unix seconds, if known).
-    ``label`` names the model a scoped window limits (``Opus``); empty for the 5H/7D windows."""
-
-    used_percent: float
-    resets_at: float | None = None
-    label: str = ""
-
-
-@attrs.frozen(kw_only=True)
-class Quota:
-    """clausona's QuotaSnapshot. Any state other than ``ok`` means the numbers, if present, are
-    the last known reading. ``fetched_at`` is unix seconds (clausona writes milliseconds)."""
-
-    state: str
-    fetched_at: float | None = None
-    session: QuotaWindow | None = None
-    weekly: QuotaWindow | None = None
-    scoped: QuotaWindow | None = None
-
-    @property
-    def used(self) -> float:
-        """The fuller of the 5H and 7D windows (0 when neither was reported)."""
-        return max(
-            (w.used_percent for w in (self.session, self.weekly) if w is not None), default=0.0
-        )
-
-    def age(self, now: float) -> float | None:
-        return None if self.fetched_at is None else max(0.0, now - self.fetched_at)
-
-    def is_stale(self, now: float, stale_after: float = DEFAULT_STALE_AFTER) -> bool:
-        age = self.age(now)
-        return age is not None and age > stale_after
-
-
-@attrs.frozen(kw_only=True)
-class Profile:
-    """One clausona profile, as ``clausona list --json`` reports it.
-
-    ``is_active`` is the profile ``clausona use`` selected for its tool; it says nothing about
-    which profile the coordinator runs on (see :func:`coordinator_of`)."""
-
-    name: str
-    tool: str
-    kind: str = "subscription"
-    model: str | None = None
-    config_dir: Path
-    label: str = ""
-    email: str = ""
-    is_active: bool = False
-    is_primary: bool = False
-    quota: Quota | None = None
-
-    @property
-    def short(self) -> str:
-        return self.name.split(":", 1)[-1]
-
-    @property
-    def is_api(self) -> bool:
-        return self.kind == "api"
-
-    @property
-    def headroom(self) -> float | None:
-        """Percent left in the fuller of the 5H/7D windows; None for API profiles (no quota)
-        and for subscriptions without a reading."""
-        if self.is_api or self.quota is None:
-            return None
-        return max(0.0, 100.0 - self.quota.used)
-
-
-def parse_time(value: object) -> float | None:
-    """An ISO 8601 timestamp (``2026-09-20T14:00:00.000Z``) or epoch number as unix seconds."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ValueError(f"not a time: {value!r}")
-    if isinstance(value, int | float):
-        # clausona's fetchedAt is milliseconds; anything this large cannot be seconds.
-        return float(value) / 1000.0 if value > 1e11 else float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise ValueError(f"not an ISO 8601 time: {value!r}") from None
-    raise ValueError(f"not a time: {value!r}")
-
-
-def _window(data: object, where: str, *, scoped: bool = False) -> QuotaWindow | None:
-    if data is None:
-        return None
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where} is not an object")
-    used = data.get("usedPercent")
-    if isinstance(used, bool) or not isinstance(used, int | float):
-        raise ValueError(f"{where}.usedPercent is not a number")
-    label = data.get("label", "")
-    if scoped and not isinstance(label, str):
-        raise ValueError(f"{where}.label is not a string")
-    return QuotaWindow(
-        used_percent=min(100.0, max(0.0, float(used))),
-        resets_at=parse_time(data.get("resetsAt")),
-        label=label if scoped and isinstance(label, str) else "",
-    )
-
-
-def profile_from_json(data: object, index: int = 0) -> Profile:
-    """One ``ProfileListItem`` of ``clausona list --json``. Raises ValueError naming the field.
-
-    A missing ``kind`` is a subscription (older registries have none); a bare name gets its
-    tool as prefix so names are always ``tool:name``."""
-    where = f"profile {index}"
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where} is not an object")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{where} has no name")
-    where = f"profile {name!r}"
-    tool = data.get("tool")
-    if tool not in TOOLS:
-        raise ValueError(f"{where}: tool {tool!r} is not claude or codex")
-    assert isinstance(tool, str)
-    if ":" not in name:
-        name = f"{tool}:{name}"
-    kind = data.get("kind") or "subscription"
-    if kind not in PROFILE_KINDS:
-        raise ValueError(f"{where}: kind {kind!r} is not subscription or api")
-    config_dir = data.get("configDir")
-    if not isinstance(config_dir, str) or not config_dir:
-        raise ValueError(f"{where} has no configDir")
-    model = data.get("model")
-    if model is not None and not isinstance(model, str):
-        raise ValueError(f"{where}: model is not a string")
-    quota = None
-    raw_quota = data.get("quota")
-    if raw_quota is not None:
-        if not isinstance(raw_quota, Mapping):
-            raise ValueError(f"{where}: quota is not an object")
-        state = raw_quota.get("state")
-        if not isinstance(state, str) or not state:
-            raise ValueError(f"{where}: quota.state is missing")
-        quota = Quota(
-            # An unknown future state is kept as it is: anything but "ok" is skipped anyway.
-            state=state,
-            fetched_at=parse_time(raw_quota.get("fetchedAt")),
-            session=_window(raw_quota.get("session"), f"{where}: quota.session"),
-            weekly=_window(raw_quota.get("weekly"), f"{where}: quota.weekly"),
-            scoped=_window(raw_quota.get("scoped"), f"{where}: quota.scoped", scoped=True),
-        )
-    label = data.get("label")
-    email = data.get("email")
-    return Profile(
-        name=name,
-        tool=tool,
-        kind=kind,
-        model=model or None,
-        config_dir=Path(config_dir),
-        label=label if isinstance(label, str) else "",
-        email=email if isinstance(email, str) else "",
-        is_active=data.get("isActive") is True,
-        is_primary=data.get("isPrimary") is True,
-        quota=quota,
-    )
-
-
-def profiles_from_json(data: object) -> list[Profile]:
-    """The whole ``clausona list --json`` output: a top-level array of profiles."""
-    if not isinstance(data, list):
-        raise ValueError("expected a JSON array of profiles")
-    profiles = [profile_from_json(item, i) for i, item in enumerate(data)]
-    seen: set[str] = set()
-    for p in profiles:
-        if p.name.lower() in seen:
-            raise ValueError(f"profile {p.name!r} is listed twice")
-        seen.add(p.name.lower())
-    return profiles
-
-
-def resolve(name: str, profiles: Iterable[Profile]) -> Profile | str:
-    """The profile called ``name`` (``tool:name``, or a bare name unique across tools; case
-    does not matter, as in clausona), or a one-line reason why there is none."""
-    wanted = name.strip().lower()
-    pool = list(profiles)
-    for p in pool:
-        if p.name.lower() == wanted:
-            return p
-    if ":" not in wanted:
-        matches = [p for p in pool if p.short.lower() == wanted]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            return f"profile {name!r} is ambiguous: say {' or '.join(p.name for p in matches)}"
-    return f"no profile {name!r} in clausona's list"
-
-
-# --------------------------------------------------------------------------------------------
-# Settings
-
-
-@attrs.frozen(kw_only=True)
-class Settings:
-    """The keys of ``~/.clausona/fleet.json`` that routing and retiring read.
-
-    ``workers`` None means the key is absent (every profile may be a worker); an empty tuple
-    means nobody may."""
-
-    workers: tuple[str, ...] | None = None
-    routing: tuple[str, ...] = ()
-    max_usage: float = DEFAULT_MAX_USAGE
-    retire: str = "ask"
-    permissions: Mapping[str, str] = attrs.field(factory=dict)
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> Settings:
-        """Read the known keys, refusing values of the wrong shape; unknown keys are ignored
-        here (and kept in the file)."""
-        errors: list[str] = []
-        workers: tuple[str, ...] | None = None
-        if data.get("workers") is not None:
-            raw = data["workers"]
-            if isinstance(raw, str):
-                raw = [w for w in re.split(r"[,\s]+", raw) if w]
-            if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
-                errors.append("workers must be a list of profile names")
-            else:
-                workers = tuple(raw)
-        routing: tuple[str, ...] = ()
-        raw_routing = data.get("routing")
-        if isinstance(raw_routing, str):
-            routing = (raw_routing,) if raw_routing.strip() else ()
-        elif isinstance(raw_routing, list) and all(isinstance(r, str) for r in raw_routing):
-            routing = tuple(raw_routing)
-        elif raw_routing is not None:
-            errors.append("routing must be text or a list of texts")
-        max_usage = DEFAULT_MAX_USAGE
-        raw_max = data.get("maxUsage")
-        if raw_max is not None:
-            if (
-                isinstance(raw_max, bool)
-                or not isinstance(raw_max, int | float)
-                or not 0 < raw_max <= 100
-            ):
-                errors.append("maxUsage must be a number above 0 and at most 100")
-            else:
-                max_usage = float(raw_max)
-        retire = data.get("retire") or "ask"
-        if retire not in RETIRE_MODES:
-            errors.append("retire must be ask or auto")
-            retire = "ask"
-        permissions: dict[str, str] = {}
-        raw_perm = data.get("permissions")
-        if raw_perm is not None:
-            if not isinstance(raw_perm, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in raw_perm.items()
-            ):
-                errors.append("permissions must be an object of texts")
-            else:
-                permissions = dict(raw_perm)
-        if errors:
-            raise SettingsError("; ".join(errors))
-        return cls(
-            workers=workers,
-            routing=routing,
-            max_usage=max_usage,
-            retire=str(retire),
-            permissions=permissions,
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Eligibility
-
-
-def scoped_limits_model(window: QuotaWindow, model: str) -> bool:
-    """Whether a scoped window (label ``Opus``, ``GPT-5-Codex``) covers ``model`` (an id such as
-    ``claude-opus-4-5`` or an alias such as ``opus``). Compared without case or punctuation."""
-    label = _squash(window.label)
-    wanted = _squash(model)
-    return bool(label) and bool(wanted) and (label in wanted or wanted in label)
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
-
-
-def _pct(value: float) -> str:
-    return f"{value:.0f}%"
-
-
-@attrs.frozen(kw_only=True)
-class Assessment:
-    """Whether a profile may be a worker now (for a model, if given), and why not."""
-
-    profile: str
-    eligible: bool
-    reasons: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    @property
-    def why(self) -> str:
-        return "; ".join(self.reasons)
-
-
-def _resets(w: QuotaWindow, now: float | None) -> str:
-    if now is None or w.resets_at is None:
-        return ""
-    if w.resets_at <= now:
-        # The reading predates the reset; only a refresh can say what is left now.
-        return " (its reset time has passed: `clausona list --refresh`)"
-    return f" (resets in {format_duration(w.resets_at - now)})"
-
-
-def quota_problems(
-    profile: Profile, max_usage: float, model: str | None = None, now: float | None = None
-) -> list[str]:
-    """What the defaults hold against this profile's quota; empty when it is fine. With
-    ``now``, each window over the limit says when it resets."""
-    if profile.is_api:
-        return []
-    q = profile.quota
-    if q is None:
-        return ["no quota reading (clausona did not fetch one)"]
-    problems = []
-    if q.state != "ok":
-        meaning = _QUOTA_STATE_MEANING.get(q.state, "its quota is not readable")
-        problems.append(f"quota state {q.state}: {meaning}")
-    if q.session is not None and q.session.used_percent >= max_usage:
-        problems.append(
-            f"5H usage {_pct(q.session.used_percent)} >= maxUsage {_pct(max_usage)}"
-            + _resets(q.session, now)
-        )
-    if q.weekly is not None and q.weekly.used_percent >= max_usage:
-        problems.append(
-            f"7D usage {_pct(q.weekly.used_percent)} >= maxUsage {_pct(max_usage)}"
-            + _resets(q.weekly, now)
-        )
-    if (
-        model
-        and q.scoped is not None
-        and q.scoped.used_percent >= max_usage
-        and scoped_limits_model(q.scoped, model)
-    ):
-        problems.append(
-            f"{q.scoped.label} limit {_pct(q.scoped.used_percent)} >= maxUsage "
-            f"{_pct(max_usage)} (model {model})" + _resets(q.scoped, now)
-        )
-    return problems
-
-
-def assess(
-    profile: Profile,
-    *,
-    settings: Settings,
-    coordinator: Profile | None,
-    now: float,
-    model: str | None = None,
-    pool: Sequence[str] | None = None,
-    stale_after: float = DEFAULT_STALE_AFTER,
-    pool_label: str = "not among the profiles named",
-) -> Assessment:
-    """May ``profile`` take a worker now? ``pool`` overrides ``settings.workers``;
-    ``pool_label`` is the reason given for a profile outside it."""
-    reasons: list[str] = []
-    notes: list[str] = []
-    if coordinator is not None and profile.name == coordinator.name:
-        reasons.append("the coordinator's own profile")
-    names = pool if pool is not None else settings.workers
-    if names is not None and not _in_pool(profile, names):
-        reasons.append(pool_label if pool is not None else "not in workers")
-    reasons.extend(quota_problems(profile, settings.max_usage, model, now))
-    q = profile.quota
-    if q is not None and not profile.is_api:
-        if q.is_stale(now, stale_after):
-            notes.append(f"quota reading is {format_duration(q.age(now) or 0.0)} old")
-        if q.scoped is not None and q.scoped.used_percent >= settings.max_usage and not model:
-            notes.append(
-                f"{q.scoped.label} limit at {_pct(q.scoped.used_percent)}: not for {q.scoped.label}"
-            )
-    return Assessment(
-        profile=profile.name, eligible=not reasons, reasons=tuple(reasons), notes=tuple(notes)
-    )
-
-
-def _in_pool(profile: Profile, names: Sequence[str]) -> bool:
-    for n in names:
-        wanted = n.strip().lower()
-        if wanted == profile.name.lower() or (
-            ":" not in wanted and wanted == profile.short.lower()
-        ):
-            return True
-    return False
-
-
-def format_duration(seconds: float) -> str:
-    """A short duration for people: 45s, 12m, 5h, 3d."""
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.0f}h"
-    return f"{seconds / 86400:.0f}d"
-
-
-# --------------------------------------------------------------------------------------------
-# Tasks and plans
 
 
 @attrs.frozen(kw_only=True)
@@ -756,7 +326,7 @@ def _named(ctx: _Context, task: Task, name: str, checked: PlanRow | None) -> Pla
         )
     for problem in quota_problems(p, settings.max_usage, model, now):
         warnings.append(f"{p.name}: {problem}: {_risk(problem)}")
-    if pool is not None and not _in_pool(p, pool):
+    if pool is not None and not in_pool(p, pool):
         warnings.append(f"{p.name}: {ctx.pool_label}")
     if checked is not None and checked.profile == p.name:
         warnings.append(f"{p.name} also runs {checked.task}: the check is not independent")
@@ -788,7 +358,7 @@ def _notes(
         )
     if q.scoped is not None and q.scoped.used_percent >= settings.max_usage and not model:
         notes.append(
-            f"{p.name}'s {q.scoped.label} limit is at {_pct(q.scoped.used_percent)}: "
+            f"{p.name}'s {q.scoped.label} limit is at {percent(q.scoped.used_percent)}: "
             f"do not run {q.scoped.label} there (no model was given)"
         )
     return notes
@@ -827,7 +397,7 @@ def _choose(
     for p in sorted(profiles, key=lambda p: p.name):
         if task.tool is not None and p.tool != task.tool:
             continue
-        if pool is not None and not _in_pool(p, pool):
+        if pool is not None and not in_pool(p, pool):
             # Listing every profile outside the pool would bury the reasons that matter.
             outside += 1
             continue
@@ -876,7 +446,7 @@ def _choose(
     if tier >= 2:
         why.append(f"no {coord_tool} profile is eligible")
     head = best.headroom
-    why.append(f"{_pct(head)} headroom" if head is not None else "no quota limits (API)")
+    why.append(f"{percent(head)} headroom" if head is not None else "no quota limits (API)")
     load = counts.get(best.name, 0)
     why.append(f"{load} other worker{'s' if load != 1 else ''} on it")
     if checked is not None:
