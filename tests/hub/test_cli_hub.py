@@ -101,6 +101,14 @@ def test_a_worker_id_with_a_host_needs_a_hub_and_bad_input_is_one_line(
     assert code == 1 and "no hub named" in err
 
 
+def test_fleet_ship_stops_at_once_on_a_hub_name_that_does_not_resolve(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Not --once: a daemon that retried a typing slip for ever would hide it.
+    code, _, err = _run(capsys, "ship", "--nats", "nowhere.invalid")
+    assert code == 1 and "name resolves" in err and len(err.strip().splitlines()) == 1
+
+
 def test_fleet_ship_once_and_a_host_that_cannot_reach_the_hub_keeps_journaling(
     tmp_path: Path, home: Path
 ) -> None:

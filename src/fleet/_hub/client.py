@@ -182,7 +182,11 @@ async def _resolve_some(cfg: HubConfig) -> None:
         try:
             await loop.getaddrinfo(parsed.hostname, parsed.port or 4222, type=socket.SOCK_STREAM)
             return
-        except (socket.gaierror, UnicodeError) as exc:
+        except UnicodeError as exc:
+            failures.append(f"{parsed.hostname}: {exc}")
+        except socket.gaierror as exc:
+            if exc.errno != socket.EAI_NONAME:
+                return  # no network or no resolver yet: the client's own retries may see one
             failures.append(f"{parsed.hostname}: {exc.args[-1] if exc.args else exc}")
     raise HubUnreachable(
         f"cannot reach the hub at {cfg.display()}: no server's name resolves "

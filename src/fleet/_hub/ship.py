@@ -223,6 +223,7 @@ class Shipper:
         stopper = loop.create_task(stop.wait())
         stopper.add_done_callback(lambda _: self._wake_soon())
         delay = 0.2
+        ever_connected = False
         try:
             while not stop.is_set():
                 try:
@@ -233,13 +234,16 @@ class Shipper:
                         on_disconnect=self._on_disconnect,
                     )
                 except hc.HubUnreachable as exc:
-                    self.emit({"event": "unreachable", "error": str(exc)})
-                    if once:
+                    if once or (exc.lasting and not ever_connected):
+                        # A name that does not resolve or a login refused at the very start
+                        # is a slip in the settings: retrying for ever would only hide it.
                         raise
+                    self.emit({"event": "unreachable", "error": str(exc)})
                     await self._pause(stop, delay)
                     delay = min(delay * 2, 5.0) * (0.8 + 0.4 * random.random())
                     continue
                 delay = 0.2
+                ever_connected = True
                 self._nc = nc
                 try:
                     await self._connected(nc, stop, once)
