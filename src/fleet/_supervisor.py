@@ -30,7 +30,6 @@ import contextlib
 import math
 import os
 import random
-import re
 import select
 import signal
 import subprocess
@@ -39,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Final, Literal, Protocol
+from typing import IO, Any, Final, Protocol
 
 import attrs
 import cattrs
@@ -48,8 +47,10 @@ import orjson
 from fleet import _health, _journal
 from fleet._clock import Clock, SystemClock
 from fleet._core.events import Exited, Started
-from fleet._core.fold import find_envelope
-from fleet._core.limits import find_reset
+from fleet._core.results import (
+    Outcome,
+    parse_output,
+)
 from fleet._errors import JournalError
 from fleet._home import FILE_MODE, ensure_dir
 from fleet._redact import StreamRedactor, redact, redact_value, secrets_of
@@ -57,52 +58,6 @@ from fleet._redact import StreamRedactor, redact, redact_value, secrets_of
 SRC: Final = "headless"
 #: Names the variables that carry the worker's key, for the hook (which redacts their values).
 SECRET_VARS_ENV: Final = "FLEET_SECRET_VARS"
-#: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
-RESULT_HEAD: Final = 1000
-RESULT_TAIL: Final = 2900
-#: Statuses worth another attempt: timeouts, conflicts, server errors, overload.
-TRANSIENT_STATUSES: Final = frozenset({408, 409, 500, 502, 503, 504, 520, 522, 524, 529})
-AUTH_STATUSES: Final = frozenset({401, 403})
-_TRANSIENT_WORDS: Final = (
-    "overloaded",
-    "connection error",
-    "connection refused",
-    "connection reset",
-    "econnreset",
-    "econnrefused",
-    "etimedout",
-    "socket hang up",
-    "fetch failed",
-    "stream disconnected",
-    "timed out",
-    "internal server error",
-    "service unavailable",
-    "bad gateway",
-)
-_AUTH_WORDS: Final = (
-    "authentication_error",
-    "authentication failed",
-    "invalid api key",
-    "invalid x-api-key",
-    "unauthorized",
-    "token expired or incorrect",
-)
-_LIMIT_WORDS: Final = (
-    "usage limit",
-    "rate limit",
-    "rate_limit",
-    "too many requests",
-    "quota",
-    "limit reached",
-    "hit your limit",
-    "you've hit your",
-)
-#: Claude Code's result names the kind of API error (2.1.332): these are limits.
-_LIMIT_API_ERRORS: Final = frozenset({"usage_limit_reached", "rate_limit", "rate_limit_error"})
-
-_MESSAGE_ITEMS: Final = ("agent_message", "assistant_message")
-
-Kind = Literal["ok", "transient", "auth", "limit", "error"]
 
 
 # -- the spec the adapter writes ------------------------------------------------------------
@@ -143,214 +98,6 @@ def dump_spec(spec: RunSpec) -> bytes:
 
 def load_spec(data: bytes) -> RunSpec:
     return _converter.structure(orjson.loads(data), RunSpec)
-
-
-# -- parsing an agent's output (pure) -------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Outcome:
-    """What one attempt came to."""
-
-    kind: Kind
-    exit_code: int | None
-    is_error: bool
-    api_error_status: int | None = None
-    result: str | None = None
-    usage: dict[str, int] = attrs.field(factory=dict)
-    session_id: str | None = None
-    reset_at: float | None = None
-    #: the last result with a DONE/BLOCKED envelope, when only automatic turns came after it
-    claim: str | None = None
-
-
-def cut_result(text: str | None) -> str | None:
-    """A result cut to size, keeping its head and its tail (the envelope is the last line)."""
-    if text is None or len(text) <= RESULT_HEAD + RESULT_TAIL:
-        return text
-    return text[:RESULT_HEAD] + "\n[…]\n" + text[-RESULT_TAIL:]
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects in ``text``: the whole text, else one per line."""
-    stripped = text.strip()
-    if not stripped:
-        return []
-    try:
-        whole = orjson.loads(stripped)
-    except orjson.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict):
-        return [whole]
-    out: list[dict[str, Any]] = []
-    for raw in stripped.splitlines():
-        line = raw.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
-
-
-def _int_usage(usage: object) -> dict[str, int]:
-    if not isinstance(usage, dict):
-        return {}
-    return {
-        str(k): int(v)
-        for k, v in usage.items()
-        if isinstance(v, int | float) and not isinstance(v, bool)
-    }
-
-
-_STATUS_RE: Final = re.compile(
-    r"(?:status(?: code)?|http|api error)[^0-9]{0,12}\b([45]\d\d)\b", re.IGNORECASE
-)
-_BARE_STATUS_RE: Final = re.compile(r"\b(401|403|408|429|500|502|503|504|529)\b")
-
-
-def find_status(text: str) -> int | None:
-    """An HTTP status mentioned in an error message, if any."""
-    m = _STATUS_RE.search(text) or _BARE_STATUS_RE.search(text)
-    return int(m.group(1)) if m else None
-
-
-def classify(
-    *,
-    exit_code: int | None,
-    is_error: bool,
-    status: int | None,
-    text: str,
-) -> Kind:
-    """Which way an attempt went. ``text`` is the result or error message (and stderr)."""
-    if exit_code == 0 and not is_error:
-        return "ok"
-    low = text.lower()
-    if status in AUTH_STATUSES or (status is None and any(w in low for w in _AUTH_WORDS)):
-        return "auth"
-    if status == 429 or (
-        status not in TRANSIENT_STATUSES and any(w in low for w in _LIMIT_WORDS)
-    ):
-        return "limit"
-    if status in TRANSIENT_STATUSES or (
-        status is None and any(w in low for w in _TRANSIENT_WORDS)
-    ):
-        return "transient"
-    return "error"
-
-
-def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
-    """An attempt of ``claude -p --output-format stream-json`` (or ``json``). The last
-    ``result`` object decides how the run went. Claude Code 2.1.332 runs subagents in the
-    background and answers each one's completion in an automatic turn with a result of its own
-    (``origin.kind`` ``task-notification``): a worker's DONE/BLOCKED claim made in the main turn
-    is then in an earlier result, kept as ``claim``."""
-    objects = [o for o in _json_objects(stdout) if o.get("type", "result") == "result"]
-    result_obj = objects[-1] if objects else None
-    if result_obj is None:
-        text = (stderr.strip() or stdout.strip())[-2000:]
-        status = find_status(text)
-        kind = classify(exit_code=exit_code, is_error=True, status=status, text=text)
-        return Outcome(
-            kind=kind,
-            exit_code=exit_code,
-            is_error=True,
-            api_error_status=status,
-            result=cut_result(text) or None,
-            reset_at=find_reset(text, now) if kind == "limit" else None,
-        )
-    is_error = result_obj.get("is_error") is True
-    status_raw = result_obj.get("api_error_status")
-    status = (
-        status_raw if isinstance(status_raw, int) and not isinstance(status_raw, bool) else None
-    )
-    result = result_obj.get("result")
-    result_text = result if isinstance(result, str) else None
-    if is_error and status is None:
-        status = find_status(result_text or "")
-    errors = result_obj.get("errors")
-    detail = " ".join(str(e) for e in errors) if isinstance(errors, list) else ""
-    text = " ".join(filter(None, [result_text, detail, stderr.strip()[-1000:] if is_error else ""]))
-    kind = classify(exit_code=exit_code, is_error=is_error, status=status, text=text)
-    if kind not in ("ok", "auth") and result_obj.get("api_error") in _LIMIT_API_ERRORS:
-        kind = "limit"
-    session = result_obj.get("session_id")
-    return Outcome(
-        kind=kind,
-        exit_code=exit_code,
-        is_error=is_error or exit_code != 0,
-        api_error_status=status,
-        result=cut_result(result_text),
-        usage=_int_usage(result_obj.get("usage")),
-        session_id=session if isinstance(session, str) else None,
-        reset_at=find_reset(text, now) if kind == "limit" else None,
-        claim=cut_result(_claim(objects)),
-    )
-
-
-def _claim(results: list[dict[str, Any]]) -> str | None:
-    """The last result carrying an envelope, when it is not the last one and every result
-    after it answered a task notification (a turn the worker did not choose to take)."""
-    for i in range(len(results) - 1, -1, -1):
-        text = results[i].get("result")
-        if isinstance(text, str) and find_envelope(text) is not None:
-            return text if i < len(results) - 1 else None
-        origin = results[i].get("origin")
-        if not (isinstance(origin, dict) and origin.get("kind") == "task-notification"):
-            return None
-    return None
-
-
-def parse_codex(stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
-    """An attempt of ``codex exec --json``: JSONL events (``thread.started``, ``item.completed``
-    with the agent's messages, ``turn.completed`` with usage, ``turn.failed`` / ``error``)."""
-    session: str | None = None
-    message: str | None = None
-    usage: dict[str, int] = {}
-    errors: list[str] = []
-    for obj in _json_objects(stdout):
-        kind = obj.get("type")
-        if kind == "thread.started" and isinstance(obj.get("thread_id"), str):
-            session = obj["thread_id"]
-        elif kind == "item.completed":
-            item = obj.get("item")
-            if isinstance(item, dict) and item.get("type") in _MESSAGE_ITEMS:
-                text = item.get("text")
-                if isinstance(text, str):
-                    message = text
-        elif kind == "turn.completed":
-            for k, v in _int_usage(obj.get("usage")).items():
-                usage[k] = usage.get(k, 0) + v
-        elif kind == "turn.failed":
-            err = obj.get("error")
-            errors.append(str(err.get("message")) if isinstance(err, dict) else str(err))
-        elif kind == "error":
-            errors.append(str(obj.get("message")))
-    is_error = bool(errors) or exit_code != 0
-    text = " ".join(errors) if errors else ""
-    if is_error and not text:
-        text = (stderr.strip() or stdout.strip())[-2000:]
-    status = find_status(text) if is_error else None
-    outcome = classify(exit_code=exit_code, is_error=is_error, status=status, text=text)
-    result = message if outcome == "ok" or message else (text or None)
-    return Outcome(
-        kind=outcome,
-        exit_code=exit_code,
-        is_error=is_error,
-        api_error_status=status,
-        result=cut_result(result),
-        usage=usage,
-        session_id=session,
-        reset_at=find_reset(text, now) if outcome == "limit" else None,
-    )
-
-
-def parse_output(tool: str, stdout: str, stderr: str, exit_code: int | None, now: float) -> Outcome:
-    parse = parse_codex if tool == "codex" else parse_claude
-    return parse(stdout, stderr, exit_code, now)
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:

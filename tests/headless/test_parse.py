@@ -7,17 +7,17 @@ import random
 
 import pytest
 
-from fleet._supervisor import (
+from fleet._core.limits import find_reset
+from fleet._core.results import (
     RESULT_HEAD,
     RESULT_TAIL,
-    backoff_delay,
     classify,
     cut_result,
-    find_reset,
     find_status,
     parse_claude,
     parse_codex,
 )
+from fleet._supervisor import backoff_delay
 
 NOW = 1_800_000_000.0
 
