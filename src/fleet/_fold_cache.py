@@ -13,11 +13,13 @@ import contextlib
 import multiprocessing
 import os
 import threading
+import zlib
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
 import orjson
 
 from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
@@ -26,7 +28,9 @@ from fleet._files import atomic_write, read_input
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path
 from fleet._journal import JournalReader, list_workers
 
-CACHE_VERSION: Final = 3
+#: The cache's format, and the accumulator's shape: a cache saved by a fold with other fields
+#: (an older or newer fleet) is never continued from, since its counts would be off.
+CACHE_VERSION: Final = f"4-{zlib.crc32(','.join(attrs.fields_dict(Accumulator)).encode()):08x}"
 #: A cache larger than this is not read (a replay is slower, never wrong).
 CACHE_LIMIT: Final = 256 << 20
 

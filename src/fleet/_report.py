@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from fleet._core.events import FollowUpSent, Retired
 from fleet._core.fold import WorkerState
 from fleet._fleet import Fleet
 
@@ -70,9 +69,9 @@ def _why(state: WorkerState, verdict: str, note: str | None = None) -> str:
     return f"not done: {state.state} ({state.reason})"
 
 
-def report_line(
-    state: WorkerState, ref: str | None = None, follow_ups: int = 0, note: str | None = None
-) -> ReportLine:
+def report_line(state: WorkerState) -> ReportLine:
+    """One worker's line: every fact it needs is in the folded state."""
+    ref, follow_ups, note = state.retired_ref, state.follow_ups, state.retired_note
     verdict = verdict_of(state)
     retired = state.state == "retired"
     why = _why(state, verdict, note if retired else None)
@@ -99,16 +98,7 @@ def report_line(
 
 
 def build_report(fleet: Fleet, workers: Iterable[str] | None = None) -> list[ReportLine]:
-    lines = []
-    for state in fleet.status(workers):
-        events = fleet.log(state.worker)
-        retired = next((e for e in reversed(events) if isinstance(e, Retired)), None)
-        follow_ups = sum(isinstance(e, FollowUpSent) for e in events)
-        lines.append(report_line(
-            state, retired.ref if retired else None, follow_ups,
-            retired.note if retired else None,
-        ))
-    return lines
+    return [report_line(state) for state in fleet.status(workers)]
 
 
 HEADERS = ("worker", "profile (model)", "workspace", "branch", "verdict", "outcome", "why")

@@ -39,7 +39,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 
 from fleet._check import CheckResult, check_worker, inspect_worktree
-from fleet._core.events import Checked, Retired, RetireRefused
+from fleet._core.events import Retired, RetireRefused
 from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError, one_line
 from fleet._fleet import Fleet
@@ -157,7 +157,7 @@ class Retirer:
         if state.state == "retired":
             return Outcome(
                 worker=worker, retired=True, reason="already retired",
-                worktree=state.worktree, branch=state.branch, ref=self._last_ref(worker),
+                worktree=state.worktree, branch=state.branch, ref=state.retired_ref,
             )
         if state.state != "done":
             return self._refuse(
@@ -181,7 +181,7 @@ class Retirer:
                     journal=journal_refusal, check=check,
                 )
             state = self.fleet.state(worker)
-        checked_head = self._checked_head(worker)
+        checked_head = state.checked_head
         if not state.worktree:
             return self._refuse(state, "no worktree registered", journal=journal_refusal)
         found = inspect_worktree(self.git, state.worktree, branch=state.branch)
@@ -412,17 +412,6 @@ class Retirer:
             ignored=candidate.ignored if candidate else None,
         )
 
-    def _checked_head(self, worker: str) -> str | None:
-        for event in reversed(self.fleet.log(worker)):
-            if isinstance(event, Checked):
-                return event.head if event.verdict == "checked" else None
-        return None
-
-    def _last_ref(self, worker: str) -> str | None:
-        for event in reversed(self.fleet.log(worker)):
-            if isinstance(event, Retired):
-                return event.ref
-        return None
 
 
 def _stop_agent(deleter: Deleter, candidate: Candidate) -> bool:

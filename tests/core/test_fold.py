@@ -430,3 +430,19 @@ def test_a_new_prompt_after_a_verdict_starts_a_turn_even_if_stamped_a_tick_earli
     state = fold(W, events, 20)
     assert (state.state, state.reason, state.mark) == ("done", "claimed", "w1@5")
     assert state.needs_attention
+
+
+def test_retire_and_report_facts_come_from_the_fold() -> None:
+    events: list[ev.Event] = [
+        reg(),
+        hook(2.0, "Stop", last_assistant_message="DONE: x"),
+        ev.FollowUpSent(ts=3.0, seen="w1@1"),
+        ev.FollowUpSent(ts=4.0),
+        ev.Checked(ts=5.0, verdict="checked", head="abc"),
+    ]
+    state = fold(W, events, 10.0)
+    assert (state.checked_head, state.follow_ups, state.retired_ref) == ("abc", 2, None)
+    failed = fold(W, [*events, ev.Checked(ts=6.0, verdict="failed", head="def")], 10.0)
+    assert failed.checked_head is None  # only a passed check vouches for a commit
+    retired = fold(W, [*events, ev.Retired(ts=7.0, ref="refs/fleet/w1", note="moved")], 10.0)
+    assert (retired.retired_ref, retired.retired_note) == ("refs/fleet/w1", "moved")

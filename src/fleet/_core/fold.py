@@ -200,6 +200,13 @@ class WorkerState:
     waiting_for: str | None = None
     #: background tasks (subagents, background shells) still running after the main turn
     background: int = 0
+    #: the commit the last check passed on (None when the last check failed, or none ran)
+    checked_head: str | None = None
+    #: follow-ups sent to the worker
+    follow_ups: int = 0
+    #: the snapshot ref of the last retire, and what changed between its check and the delete
+    retired_ref: str | None = None
+    retired_note: str | None = None
 
 
 def find_envelope(message: str | None) -> Envelope | None:
@@ -282,6 +289,10 @@ class Accumulator:
     verdict: str | None = None
     findings: tuple[str, ...] = ()
     refused: str | None = None
+    checked_head: str | None = None
+    follow_ups: int = 0
+    retired_ref: str | None = None
+    retired_note: str | None = None
     # the process
     pid: int | None = None
     start_time: int | None = None
@@ -531,16 +542,19 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         acc.seen.add(event.mark)
         return None
     if isinstance(event, FollowUpSent):
+        acc.follow_ups += 1
         if event.seen:
             acc.seen.add(event.seen)
         return None
     if isinstance(event, Checked):
         acc.verdict, acc.findings = event.verdict, tuple(event.findings)
+        acc.checked_head = event.head if event.verdict == "checked" else None
         return ("verdict", "checked" if event.verdict == "checked" else "failed")
     if isinstance(event, RetireRefused):
         acc.refused = event.reason
         return None
     if isinstance(event, Retired):
+        acc.retired_ref, acc.retired_note = event.ref, event.note
         return ("retire", "retired")
     return None
 
