@@ -509,7 +509,10 @@ def read_index(home: str) -> dict[str, str]:
     for raw in data.decode("utf-8", "replace").split("\n")[:-1]:
         path, sep, worker = raw.partition("\t")
         if sep and path:
-            index[path] = worker
+            if worker:
+                index[path] = worker
+            else:  # a forgotten worker's worktree: its sessions reach nobody
+                index.pop(path, None)
     return index
 
 

@@ -191,3 +191,17 @@ def make_repo(root: Path) -> Repo:
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Repo]:
     yield make_repo(tmp_path)
+
+
+def git_worktree(path: Path) -> Path:
+    """``path`` made the top of a git worktree (an empty repository), as `fleet register`
+    requires."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    """An empty git worktree to register workers in."""
+    return git_worktree(tmp_path / "wt")

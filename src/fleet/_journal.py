@@ -88,6 +88,26 @@ def index_worktree(home: Path, worker: str, worktree: str) -> None:
     append_line(worktree_index_path(ensure_dir(home)), f"{path}\t{worker}\n".encode())
 
 
+def forget_worktree(home: Path, worktree: str) -> None:
+    """Record that sessions under ``worktree`` belong to no worker any more (an empty worker:
+    the last line for a path wins)."""
+    append_line(worktree_index_path(ensure_dir(home)), f"{worktree}\t\n".encode())
+
+
+def worktrees_of(home: Path, worker: str) -> list[str]:
+    """The worktree paths whose sessions reach ``worker`` now."""
+    try:
+        data = worktree_index_path(home).read_bytes()
+    except FileNotFoundError:
+        return []
+    index: dict[str, str] = {}
+    for raw in data.decode("utf-8", "replace").split("\n")[:-1]:
+        path, sep, owner = raw.partition("\t")
+        if sep and path:
+            index[path] = owner
+    return sorted(path for path, owner in index.items() if owner == worker)
+
+
 def check_worktree_path(path: str) -> str:
     """``path`` if worktrees.tsv can hold it (a line of ``<path>\\t<worker>``, UTF-8), else a
     SettingsError (a ValueError) saying why."""

@@ -15,7 +15,7 @@ import pytest
 
 from fleet._cli import COMMANDS, build_parser, main
 from fleet._cli._common import Exit
-from tests.conftest import Repo
+from tests.conftest import Repo, git_worktree
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -167,6 +167,10 @@ def test_register_refuses_a_worktree_that_does_not_exist(
     assert err == f"fleet: worktree {missing} is not a directory; nothing registered\n"
     assert not (home / "workers" / "w1").exists()
     assert not (home / "worktrees.tsv").exists()
+    code, out, err = run(capsys, "register", "w1", "--worktree", str(tmp_path), "--json")
+    assert code == Exit.ERROR and "is not the top directory of a git worktree" in err
+    assert not (home / "worktrees.tsv").exists()
+    git_worktree(tmp_path)
     code, out, _ = run(capsys, "register", "w1", "--worktree", str(tmp_path), "--json")
     assert code == Exit.OK and json.loads(out)["worktree"] == os.path.realpath(tmp_path)
 
@@ -210,10 +214,10 @@ def test_settings_unset_of_a_key_that_is_not_set_changes_nothing(
 
 
 def test_workspace_read_prints_json(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], worktree: Path
 ) -> None:
     code, _, _ = run(
-        capsys, "register", "w1", "--worktree", str(tmp_path), "--adapter", "headless"
+        capsys, "register", "w1", "--worktree", str(worktree), "--adapter", "headless"
     )
     assert code == Exit.OK
     code, out, err = run(capsys, "workspace", "read", "w1", "--json")
@@ -235,8 +239,7 @@ def test_a_task_file_that_is_not_utf8_is_one_line(
 def test_send_refuses_a_follow_up_that_is_not_utf8_before_delivering_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    worktree = tmp_path / "wt"
-    worktree.mkdir()
+    worktree = git_worktree(tmp_path / "wt")
     code, _, _ = run(
         capsys, "register", "w1", "--worktree", str(worktree), "--adapter", "headless"
     )
@@ -252,9 +255,9 @@ def test_send_refuses_a_follow_up_that_is_not_utf8_before_delivering_it(
 
 
 def test_status_refuses_a_malformed_seen_mark_as_wait_does(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], worktree: Path
 ) -> None:
-    assert run(capsys, "register", "w1", "--worktree", str(tmp_path))[0] == Exit.OK
+    assert run(capsys, "register", "w1", "--worktree", str(worktree))[0] == Exit.OK
     for command in ("status", "wait"):
         code, out, err = run(capsys, command, "--seen", "garbage", "--json")
         assert (code, out) == (Exit.ERROR, "")

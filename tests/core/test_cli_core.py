@@ -17,13 +17,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_register_status_log_seen(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_register_status_log_seen(capsys: pytest.CaptureFixture[str], worktree: Path) -> None:
     code, out, _ = run(
         capsys,
         "register",
         "w1",
         "--worktree",
-        str(tmp_path),
+        str(worktree),
         "--profile",
         "claude:work",
         "--branch",

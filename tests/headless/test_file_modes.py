@@ -16,7 +16,7 @@ import pytest
 from fleet._cli import main
 from fleet._hooks import hook_argv
 from fleet.adapters.headless import _profile_lock, start_worker
-from tests.conftest import Repo
+from tests.conftest import Repo, git_worktree
 
 from .conftest import KEY, FakeAgent
 from .test_start import brief, exited
@@ -40,8 +40,7 @@ def test_everything_fleet_creates_is_private(
     usual_umask: None, capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert not home.exists()
-    worktree = tmp_path / "wt"
-    worktree.mkdir()
+    worktree = git_worktree(tmp_path / "wt")
     assert main(["register", "w1", "--worktree", str(worktree)]) == 0
     _hook(home, "w1", {"hook_event_name": "UserPromptSubmit", "session_id": "s"})
     _hook(home, "w1", {"hook_event_name": "Stop", "last_assistant_message": "done"})

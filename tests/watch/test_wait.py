@@ -251,8 +251,8 @@ def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_wait_exit_codes_and_json(tmp_path: Path) -> None:
-    assert cli("register", "a", "--worktree", str(tmp_path)).returncode == 0
+def test_cli_wait_exit_codes_and_json(worktree: Path) -> None:
+    assert cli("register", "a", "--worktree", str(worktree)).returncode == 0
     timed_out = cli("wait", "--timeout", "0.2", "--json")
     assert timed_out.returncode == 3
     assert json.loads(timed_out.stdout)["result"] == "timeout"
@@ -271,9 +271,9 @@ def test_cli_wait_exit_codes_and_json(tmp_path: Path) -> None:
     assert cli("wait", "ghost", "--timeout", "1").returncode == 1
 
 
-def test_a_restarted_coordinator_is_not_woken_for_what_it_marked_seen(tmp_path: Path) -> None:
-    cli("register", "a", "--worktree", str(tmp_path))
-    cli("register", "b", "--worktree", str(tmp_path))
+def test_a_restarted_coordinator_is_not_woken_for_what_it_marked_seen(worktree: Path) -> None:
+    cli("register", "a", "--worktree", str(worktree))
+    cli("register", "b", "--worktree", str(worktree))
     with Fleet() as fleet:
         stop(fleet, "a")
     first = json.loads(cli("wait", "--json", "--timeout", "5").stdout)
@@ -295,8 +295,8 @@ def test_a_restarted_coordinator_is_not_woken_for_what_it_marked_seen(tmp_path: 
     assert [x["mark"] for x in json.loads(out)["attention"]] == ["b@1"]
 
 
-def test_cli_watch_json_streams_transitions(tmp_path: Path) -> None:
-    cli("register", "a", "--worktree", str(tmp_path))
+def test_cli_watch_json_streams_transitions(worktree: Path) -> None:
+    cli("register", "a", "--worktree", str(worktree))
     proc = subprocess.Popen(
         [*FLEET, "watch", "--json", "--timeout", "3"], stdout=subprocess.PIPE, text=True
     )

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: importing the code of `fleet plan` or the Superset client.
 COMMANDS: dict[str, str] = {
     "register": "fleet._cli.core",
+    "forget": "fleet._cli.core",
     "status": "fleet._cli.core",
     "log": "fleet._cli.core",
     "seen": "fleet._cli.core",

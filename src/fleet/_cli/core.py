@@ -25,7 +25,7 @@ from fleet._cli.hub import add_hub_args, hub_of
 from fleet._core.attention import reason_text
 from fleet._core.events import encode_obj, event_type
 from fleet._core.fold import WorkerState
-from fleet._core.ids import parse_mark
+from fleet._core.ids import parse_mark, validate_worker_id
 from fleet._errors import SettingsError
 from fleet._fleet import Fleet
 
@@ -66,6 +66,26 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "fleet register parser --worktree ../repo.fleet/parser --tool claude --profile claude:work",
     )
     p.set_defaults(run=cmd_register)
+
+    p = sub.add_parser(
+        "forget",
+        help="stop following a worker, keeping its journal aside",
+        description="Forget workers registered by mistake or that failed before doing "
+        "anything: each one's directory (journal, launch record, logs) moves to "
+        "FLEET_HOME/forgotten/, and sessions in its worktree no longer reach any worker. The "
+        "worktree, its branch and its commits are left as they are (`fleet retire` is what "
+        "deletes work, with its guards). Refused while the worker's agent still runs.",
+    )
+    p.add_argument("workers", nargs="+", metavar="WORKER")
+    p.add_argument("--force", action="store_true",
+                   help="forget a worker even while its agent still runs")
+    add_json(p)
+    add_examples(
+        p,
+        "fleet forget typo-worker",
+        "fleet forget w3 --json",
+    )
+    p.set_defaults(run=cmd_forget)
 
     p = sub.add_parser(
         "status",
@@ -130,9 +150,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    validate_worker_id(args.worker)
     if not os.path.isdir(args.worktree):
         # No session would ever run there, so its hook events would never reach this worker.
         raise SettingsError(f"worktree {args.worktree} is not a directory; nothing registered")
+    _require_worktree_top(args.worktree)
     with open_fleet(args) as fleet:
         state = fleet.register(
             args.worker,
@@ -149,6 +171,40 @@ def cmd_register(args: argparse.Namespace) -> int:
         print_json(state_json(state))
     else:
         print(f"registered {state.worker} at {state.worktree} ({state.mark})")
+    return Exit.OK
+
+
+def _require_worktree_top(path: str) -> None:
+    """Refuse a directory that is not the top of a git worktree: every session under it would
+    reach the worker (registering /tmp would take them all), and check and retire need git."""
+    from fleet._git import Git, GitError
+
+    try:
+        top = Git().run(path, "rev-parse", "--show-toplevel").stdout.strip()
+    except GitError:
+        top = ""
+    if not top or os.path.realpath(top) != os.path.realpath(path):
+        where = f" (it is inside the worktree {top})" if top else ""
+        raise SettingsError(
+            f"{path} is not the top directory of a git worktree{where}: register the "
+            "worktree the worker's sessions run in; nothing registered"
+        )
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from fleet._forget import forget
+
+    done = []
+    with open_fleet(args) as fleet:
+        states = [fleet.state(worker) for worker in args.workers]
+        for state in states:
+            gone = forget(fleet.home, state, force=args.force)
+            done.append(gone)
+            if not args.json:
+                print(f"forgot {gone.worker}; its journal is kept at {gone.kept_at}")
+    if args.json:
+        print_json([{"worker": g.worker, "kept_at": str(g.kept_at),
+                     "worktrees": list(g.worktrees)} for g in done])
     return Exit.OK
 
 
