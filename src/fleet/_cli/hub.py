@@ -220,9 +220,12 @@ def _ship_printer(as_json: bool) -> Any:
 
 def cmd_ship(args: argparse.Namespace) -> int:
     from fleet._home import resolve_home
+    from fleet._hub import client as hc
     from fleet._hub.ship import ShipLock, Shipper
 
     cfg = _ship_config(args)
+    # A name that does not resolve is said before anything is written in FLEET_HOME.
+    asyncio.run(hc.resolve_some(cfg))
     home = resolve_home(args.home)
     shipper = Shipper(
         cfg,

@@ -140,7 +140,7 @@ async def connect(
         if on_disconnect is not None:
             await on_disconnect()
 
-    await _resolve_some(cfg)
+    await resolve_some(cfg)
     try:
         nc = await nats.connect(
             servers=cfg.servers(),
@@ -172,7 +172,7 @@ async def connect(
     return nc
 
 
-async def _resolve_some(cfg: HubConfig) -> None:
+async def resolve_some(cfg: HubConfig) -> None:
     """Raise a lasting HubUnreachable when no server's name resolves: the client would try each
     again after a pause, and a name that does not resolve now will not in half a second."""
     loop = asyncio.get_running_loop()
