@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,8 +99,6 @@ def test_hand_over_moves_the_task_to_another_profile(
     from fleet import HandedOver
 
     _ws, spec = rig.started("w1")
-    assert main(["hand-over", "w1"]) == 1
-    assert "--profile or --model" in capsys.readouterr().err
     code = main(
         [
             "hand-over",
@@ -120,3 +119,32 @@ def test_hand_over_moves_the_task_to_another_profile(
     assert [e.profile for e in handed] == ["claude:side"]
     state = rig.fleet.state("w1")
     assert (state.state, state.profile) == ("starting", "claude:side")
+
+
+def test_hand_over_with_no_profile_takes_the_next_one_by_the_routing_rules(
+    rig: Rig, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fleet import HandedOver
+
+    now_ms = int(time.time() * 1000)
+    listing = [
+        {"name": name, "tool": "claude", "kind": "subscription",
+         "configDir": str(tmp_path / name.replace(":", "-")),
+         "quota": {"state": "ok", "fetchedAt": now_ms,
+                   "session": {"usedPercent": used, "resetsAt": None},
+                   "weekly": {"usedPercent": 0, "resetsAt": None}}}
+        for name, used in (("claude:work", 10), ("claude:side", 40), ("claude:full", 99))
+    ]
+    (tmp_path / "profiles.json").write_text(json.dumps(listing))
+    monkeypatch.setenv("FLEET_PROFILES", str(tmp_path / "profiles.json"))
+    _ws, spec = rig.started("w1")
+    before = rig.fleet.state("w1").profile
+    code = main(["hand-over", "w1", "--brief", str(spec.brief), "--config-dir",
+                 str(tmp_path / "next-config"), "--json"])
+    assert code == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    # Not the worker's own, not the one at its limit: the one with room.
+    assert before == "claude:work" and out["profile"] == "claude:side" and out["why"]
+    handed = [e for e in rig.fleet.log("w1") if isinstance(e, HandedOver)]
+    assert [e.profile for e in handed] == [out["profile"]]

@@ -10,6 +10,7 @@ from typing import Any
 
 from fleet._cli import hub as hub_cli
 from fleet._cli._common import Exit, add_examples, add_json, positive_count, print_json
+from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
 from fleet.adapters._base import Workspace
@@ -138,7 +139,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "profile (or model) in the same workspace and worktree, through the worker's adapter: "
         "the new agent is told where the brief is and what its predecessor did; the old "
         "terminal or pane is closed. The hand-over is journaled and the worker starts over in "
-        "`starting`. Pick the profile with `fleet profiles` or `fleet plan`.",
+        "`starting`. With neither --profile nor --model, the next profile is chosen by the "
+        "routing rules (`fleet plan`): never the worker's own, the coordinator's, or one at "
+        "its limit; the choice and why are printed.",
     )
     p.add_argument("worker")
     p.add_argument("--profile", metavar="P", help="clausona profile to hand the task to")
@@ -160,6 +163,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_json(p)
     add_examples(
         p,
+        "fleet hand-over parser                    # the next profile by the routing rules",
         "fleet hand-over parser --profile claude:personal",
         "fleet hand-over parser --model sonnet --brief briefs/parser.md",
     )
@@ -332,11 +336,13 @@ def cmd_send(args: argparse.Namespace) -> int:
 def cmd_hand_over(args: argparse.Namespace) -> int:
     from fleet.adapters._base import LaunchSpec
 
-    if args.profile is None and args.model is None:
-        raise SettingsError("name the --profile or --model to hand the task to")
     adapter, workspace = _workspace(args)
     with Fleet(args.home) as fleet:
         state = fleet.state(args.worker)
+    why: str | None = None
+    if args.profile is None and args.model is None:
+        args.profile, routed_dir, why = _next_profile(state)
+        args.config_dir = args.config_dir or routed_dir
     brief = args.brief or _started_brief(args)
     if brief is None:
         raise SettingsError(f"say which brief {args.worker} works on: --brief FILE")
@@ -366,12 +372,14 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
                 "model": spec.model,
                 "handle": handle,
                 "adapter": adapter.name,
+                "why": why,
             }
         )
     else:
         sys.stdout.write(
             f"handed {args.worker} over to {spec.profile or '-'}"
-            f"{f' ({spec.model})' if spec.model else ''} via {adapter.name}\n"
+            f"{f' ({spec.model})' if spec.model else ''} via {adapter.name}"
+            f"{f': {why}' if why else ''}\n"
         )
     return Exit.OK
 
@@ -391,6 +399,28 @@ def _started_brief(args: argparse.Namespace) -> Path | None:
     except (FleetError, ValueError, RecursionError):
         return None
     return Path(brief) if isinstance(brief, str) else None
+
+
+def _next_profile(state: WorkerState) -> tuple[str, Path | None, str]:
+    """The profile a hand-over moves ``state``'s task to, by the routing rules, with its config
+    dir and the reason; SettingsError saying why when none is eligible."""
+    from fleet._core.routing import Choices, Task
+    from fleet._plan import plan_tasks
+    from fleet._profiles import load_profiles
+    from fleet._settings import load_settings
+
+    profiles = load_profiles()
+    settings = load_settings()
+    pool = settings.workers if settings.workers is not None else [p.name for p in profiles]
+    others = tuple(name for name in pool if name != state.profile)
+    task = Task(name=state.worker, tool=state.tool)
+    row = plan_tasks([task], profiles=profiles, settings=settings,
+                     choices=Choices(use=others)).rows[0]
+    if row.profile is None:
+        raise SettingsError(
+            f"no profile to hand {state.worker} over to: {row.reason} (name one with --profile)"
+        )
+    return row.profile, row.config_dir, row.reason
 
 
 def _profile_config_dir(name: str) -> Path | None:
