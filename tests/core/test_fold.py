@@ -446,3 +446,33 @@ def test_retire_and_report_facts_come_from_the_fold() -> None:
     assert failed.checked_head is None  # only a passed check vouches for a commit
     retired = fold(W, [*events, ev.Retired(ts=7.0, ref="refs/fleet/w1", note="moved")], 10.0)
     assert (retired.retired_ref, retired.retired_note) == ("refs/fleet/w1", "moved")
+
+
+def test_a_follow_up_nobody_picked_up_wakes_the_coordinator_when_the_bound_passes() -> None:
+    stopped = [reg(), hook(2.0, "Stop", last_assistant_message="Looked.")]
+    before = fold(W, stopped, 10.0)
+    events = [*stopped, ev.FollowUpSent(ts=20.0, seen=before.mark)]
+    policy = Policy(quiet_after=60.0)
+    waiting = fold(W, events, 50.0, policy)
+    assert (waiting.state, waiting.reason, waiting.needs_attention) == (
+        "starting", "follow_up", False)
+    late = fold(W, events, 81.0, policy)
+    assert (late.state, late.reason, late.needs_attention) == (
+        "quiet", "follow_up_not_taken", True)
+    assert late.mark != before.mark  # not the mark the coordinator already saw
+    picked = fold(W, [*events, hook(22.0, "UserPromptSubmit")], 100.0, policy)
+    assert picked.state == "quiet" and picked.reason == "no_events"
+
+
+def test_a_follow_up_whose_agent_cannot_start_is_a_new_state_to_see() -> None:
+    gone = [reg(), ev.Started(ts=2, pid=5), ev.Exited(ts=3, exit_code=0, result="Looked.")]
+    before = fold(W, gone, 10.0)
+    events = [*gone, ev.FollowUpSent(ts=4.0, seen=before.mark), ev.Started(ts=5, pid=6),
+              ev.Exited(ts=6, exit_code=127, is_error=True)]
+    after = fold(W, events, 10.0)
+    assert after.state == "gone" and after.needs_attention and after.mark != before.mark
+
+
+def test_a_follow_up_typed_into_a_busy_worker_moves_nothing() -> None:
+    events = [reg(), hook(2.0, "UserPromptSubmit"), ev.FollowUpSent(ts=3.0)]
+    assert (fold(W, events, 5.0).state, fold(W, events, 5.0).seq) == ("working", 1)

@@ -113,8 +113,8 @@ def test_a_new_prompt_is_new_work_the_old_claim_does_not_answer() -> None:
         hook(6, "UserPromptSubmit"),
         hook(7, "Stop", last_assistant_message="Looked again."),
     ]
-    assert sequence(events)[-3:] == [("done", "claimed"), ("working", "active"),
-                                      ("stopped", "turn_end")]
+    assert sequence(events)[-4:] == [("done", "claimed"), ("starting", "follow_up"),
+                                      ("working", "active"), ("stopped", "turn_end")]
 
 
 def test_the_session_ending_with_background_work_keeps_the_claim() -> None:

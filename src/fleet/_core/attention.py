@@ -54,6 +54,9 @@ def next_step(state: WorkerState) -> str:
             return f"the model API failed ({reason[len('api_error:') :]}): retry or hand it over"
         return "its turn ended without a DONE/BLOCKED envelope: read its last message, follow up"
     if s == "quiet":
+        if reason == "follow_up_not_taken":
+            return ("the follow-up sent to it was not picked up: read its screen, then send it "
+                    "again or hand the task over")
         return "no event for a while: read its screen (often a prompt waiting for someone)"
     if s == "gone":
         if reason == "vanished":

@@ -545,7 +545,9 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         acc.follow_ups += 1
         if event.seen:
             acc.seen.add(event.seen)
-        return None
+        if acc.state != "working":
+            _touch(acc, event.ts)  # quiet counts from the delivery
+        return ("deliver", "follow_up")
     if isinstance(event, Checked):
         acc.verdict, acc.findings = event.verdict, tuple(event.findings)
         acc.checked_head = event.head if event.verdict == "checked" else None
@@ -801,7 +803,8 @@ def snapshot(
     if move("silence", state) is not None and acc.last_activity is not None:
         quiet_at = acc.last_activity + policy.quiet_after
         if now >= quiet_at:
-            state, reason, since, seq = "quiet", "no_events", quiet_at, acc.activity_seq
+            reason = "follow_up_not_taken" if acc.reason == "follow_up" else "no_events"
+            state, since, seq = "quiet", quiet_at, acc.activity_seq
             mark = format_mark(worker, seq, quiet=True)
             quiet_at = None
     is_seen = mark in acc.seen or mark in set(seen)

@@ -38,6 +38,11 @@ TRANSITIONS: Final[list[dict[str, object]]] = [
     {"trigger": "register", "source": _LIVE, "dest": "starting"},
     {"trigger": "start", "source": _LIVE, "dest": "starting"},
     {"trigger": "hand_over", "source": _LIVE, "dest": "starting"},
+    # a follow-up was delivered to a worker that is not busy: it is expected to start again
+    # (its prompt then reads as activity; silence as quiet, so a follow-up that never ran wakes
+    # the coordinator instead of leaving it at a mark it has seen)
+    {"trigger": "deliver", "source": ["starting", "stopped", "gone", "blocked", "done"],
+     "dest": "starting"},
     # prompts, tool and subagent activity, compaction, a follow-up picked up
     {"trigger": "activity", "source": _LIVE, "dest": "working"},
     # time passes with no event while running (derived at read time)
