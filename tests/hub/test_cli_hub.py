@@ -118,7 +118,8 @@ def test_fleet_ship_once_and_a_host_that_cannot_reach_the_hub_keeps_journaling(
     write_journal(home, "w1", event_stream("w1", random.Random(3), 3, time.time()))
     shipper = ProcessShipper(server.url, home, "late").start()
     try:
-        time.sleep(1.0)
+        # Out of reach for real: the shipper said so before the server is there.
+        eventually(lambda: '"event":"unreachable"' in shipper.log.read_text(), timeout=60)
         write_journal(home, "w1", event_stream("w1", random.Random(4), 3, time.time()))
         assert shipper.proc is not None and shipper.proc.poll() is None  # still trying
         server.start()
