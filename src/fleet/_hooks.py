@@ -28,17 +28,15 @@ from typing import Any, Final, Literal
 
 import attrs
 import tomlkit
-import tomlkit.exceptions
 
+from fleet._agent_config import dump_json, read_json_object, read_toml, write_file
 from fleet._errors import SettingsError, ToolError
-from fleet._files import atomic_write, read_input
 from fleet._home import expand, resolve_home
 from fleet._runner import Runner, SubprocessRunner
 
 Tool = Literal["claude", "codex"]
 TOOLS: Final = ("claude", "codex")
 HOOK_SCRIPT: Final = "fleet_hook.py"
-BACKUP_SUFFIX: Final = ".fleet-backup"
 
 #: Claude Code events fleet's state machine reads. WorktreeCreate/WorktreeRemove are never
 #: registered: a hook there replaces Claude Code's own worktree handling. PreToolUse is left out
@@ -248,67 +246,6 @@ def claude_target(
 def codex_target(codex_home: str | os.PathLike[str], profile: str | None = None) -> Target:
     path = expand(codex_home).absolute()
     return Target(tool="codex", config_dir=path, profile=profile)
-
-
-# -- files: read strictly, write atomically with a backup, through symlinks ---------------------
-
-
-def read_json_object(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """A JSON object file and its raw bytes (None when the file does not exist). Anything else
-    is refused, so the caller never writes over a file it could not understand."""
-    raw = read_input(path, "config file", missing_ok=True)
-    if raw is None:
-        return {}, None
-    if not raw.strip():
-        return {}, raw
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # also a number too long, nesting too deep
-        where = (
-            f" (line {exc.lineno} column {exc.colno}: {exc.msg})"
-            if isinstance(exc, json.JSONDecodeError)
-            else " (nested too deeply)" if isinstance(exc, RecursionError) else ""
-        )
-        raise SettingsError(f"{path} is not valid JSON{where}; left it untouched") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} does not hold a JSON object; left it untouched")
-    return data, raw
-
-
-def dump_json(data: Mapping[str, Any]) -> bytes:
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def write_file(path: Path, content: bytes, *, backup: bool = True) -> Path | None:
-    """Replace ``path``'s content atomically: a temporary file in the same directory, fsynced,
-    renamed over it. A symlink is written through to its target and stays a symlink. The old
-    content is first copied to ``<file>.fleet-backup`` beside the real file; returns that path."""
-    real = Path(os.path.realpath(path))
-    real.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    saved: Path | None = None
-    try:
-        mode = real.stat().st_mode & 0o7777
-        exists = True
-    except FileNotFoundError:
-        mode, exists = 0o600, False
-    if exists and backup:
-        saved = real.with_name(real.name + BACKUP_SUFFIX)
-        atomic_write(saved, real.read_bytes(), mode)
-    atomic_write(real, content, mode)
-    return saved
-
-
-def read_toml(path: Path) -> tuple[tomlkit.TOMLDocument, bytes | None]:
-    raw = read_input(path, "config file", missing_ok=True)
-    if raw is None:
-        return tomlkit.document(), None
-    try:
-        return tomlkit.parse(raw.decode("utf-8")), raw
-    except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
-        detail = "nested too deeply" if isinstance(exc, RecursionError) else " ".join(
-            str(exc).split()
-        )[:200]
-        raise SettingsError(f"{path} is not valid TOML ({detail}); left it untouched") from None
 
 
 # -- merging hook entries ----------------------------------------------------------------------
