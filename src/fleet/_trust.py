@@ -26,7 +26,7 @@ from fleet._agent_config import (
     trust_codex_project,
 )
 from fleet._errors import SettingsError
-from fleet._hooks import Target
+from fleet._hook_install import Target
 
 ATTEMPTS: Final = 5
 RETRY_DELAY: Final = 0.2

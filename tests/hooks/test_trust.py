@@ -11,7 +11,7 @@ import tomlkit
 
 from fleet._agent_config import claude_state_file
 from fleet._errors import SettingsError
-from fleet._hooks import claude_target, codex_target
+from fleet._hook_install import claude_target, codex_target
 from fleet._trust import check, trust
 
 

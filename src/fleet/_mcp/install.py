@@ -33,7 +33,7 @@ from fleet._agent_config import (
 )
 from fleet._errors import SettingsError
 from fleet._home import expand, resolve_home
-from fleet._hooks import Target
+from fleet._hook_install import Target
 
 DEFAULT_NAME: Final = "fleet"
 #: Codex gives up on a tool call after ``tool_timeout_sec`` (60 by default): room for a wait of

@@ -554,7 +554,7 @@ class HeadlessAdapter:
             raise Refused(f"config dir {config} already exists; remove it or pick another id")
         ensure_dir(config.parent)
         config.mkdir(mode=DIR_MODE)
-        from fleet import _agent_config, _hooks
+        from fleet import _agent_config, _agents, _hook_install
 
         # Nobody else has edited a config dir fleet has just created: no backups, no fsync.
         private: dict[str, bool] = {"backup": False, "fsync": False}
@@ -569,13 +569,14 @@ class HeadlessAdapter:
             state: dict[str, Any] = {"hasCompletedOnboarding": True}
             _agent_config.claude_trust(state, str(worktree), state_file)
             _agent_config.write_json(state_file, state, **private)
-            version = _hooks.claude_version(record.claude, runner=self.runner)
-            _hooks.install(_hooks.claude_target(config, claude_version=version), home=self.home)
+            version = _agents.claude_version(record.claude, runner=self.runner)
+            target = _hook_install.claude_target(config, claude_version=version)
+            _hook_install.install(target, home=self.home)
             _drop_supervised_hooks(config / "settings.json")
         else:
             content = _codex_config(record, worktree).encode()
             _agent_config.write_file(config / "config.toml", content, **private)
-            _hooks.install(_hooks.codex_target(config), home=self.home)
+            _hook_install.install(_hook_install.codex_target(config), home=self.home)
 
     def _spawn(self, record: LaunchRecord, *, prompt: str, resume: str | None = None) -> Pending:
         key = None
