@@ -13,6 +13,7 @@ installed (``python -m fleet._codex_app_server`` works too).
 from __future__ import annotations
 
 import json
+import os
 import select
 import subprocess
 import sys
@@ -43,15 +44,16 @@ def hooks_list(codex: str, cwd: str, limit: float) -> list[dict[str, Any]]:
         raise AppServerError(f"cannot run {codex} app-server: {exc.strerror or exc}") from None
     assert proc.stdin is not None and proc.stdout is not None
     deadline = time.monotonic() + limit
+    lines = _Lines(proc.stdout)
     try:
         _send(proc.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                            "params": {"clientInfo": {"name": "fleet", "version": "1"}}})
-        if _reply(proc.stdout, 1, deadline) is None:
+        if _reply(lines, 1, deadline) is None:
             raise AppServerError("codex app-server did not answer initialize")
         _send(proc.stdin, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
         _send(proc.stdin, {"jsonrpc": "2.0", "id": 2, "method": "hooks/list",
                            "params": {"cwds": [cwd]}})
-        answer = _reply(proc.stdout, 2, deadline)
+        answer = _reply(lines, 2, deadline)
         if answer is None:
             raise AppServerError("codex app-server did not answer hooks/list")
         if "error" in answer:
@@ -72,16 +74,38 @@ def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
     stdin.flush()
 
 
-def _reply(stdout: IO[bytes], want: int, deadline: float) -> dict[str, Any] | None:
+class _Lines:
+    """The lines of a pipe, read straight from its descriptor: a buffered reader would hold
+    lines that ``select`` cannot see, and a reply that came in the same chunk as a notification
+    before it would wait for the deadline."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._fd = stream.fileno()
+        self._pending = b""
+        self._ended = False
+
+    def next(self, deadline: float) -> bytes | None:
+        """The next line; None at the deadline or the end of the output."""
+        while b"\n" not in self._pending:
+            if self._ended:
+                line, self._pending = self._pending, b""
+                return line or None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self._fd], [], [], min(POLL, left))
+            if ready:
+                chunk = os.read(self._fd, 1 << 16)
+                self._ended = not chunk
+                self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
+
+
+def _reply(lines: _Lines, want: int, deadline: float) -> dict[str, Any] | None:
     """The message answering request ``want``; None at the deadline or the end of the output.
     Notifications and lines that are not JSON are passed over."""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stdout], [], [], POLL)
-        if not ready:
-            continue
-        line = stdout.readline()
-        if not line:
-            return None
+    while (line := lines.next(deadline)) is not None:
         try:
             message = json.loads(line)
         except ValueError:
