@@ -237,8 +237,6 @@ def _fleet_entries(codex_home: Path, listed: list[dict[str, Any]]) -> list[dict[
 
 
 @attrs.frozen(kw_only=True)
-
-
 class CodexCheck:
     """What Codex itself says of fleet's hook entries in one Codex home."""
 

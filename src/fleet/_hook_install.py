@@ -124,8 +124,6 @@ def claude_events(version: str | None) -> tuple[str, ...]:
 
 
 @attrs.frozen(kw_only=True)
-
-
 class Target:
     """Where a hook is installed: a Claude Code config dir or a Codex home, maybe a profile's.
     ``claude_version`` is the Claude Code that will run there, when known."""
@@ -262,8 +260,6 @@ def desired_hooks(
 
 
 @attrs.frozen(kw_only=True)
-
-
 class Change:
     """What one install or uninstall did to one target."""
 
@@ -354,8 +350,6 @@ def _apply(target: Target, change: Merge, *, keep_trust: bool = False) -> Change
 
 
 @attrs.frozen(kw_only=True)
-
-
 class Status:
     """Whether fleet's hook is installed in a target and will actually run."""
 
