@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fleet._hooks import hook_argv
+from fleet._hook_command import hook_argv
 from fleet._journal import index_worktree
 
 TARGETS = {"registered": 1.3, "non-worker": 1.1}

@@ -38,7 +38,7 @@ from fleet import (
     check_worker,
     format_report,
 )
-from fleet._hooks import hook_command
+from fleet._hook_command import hook_command
 
 #: How long the whole demo may take before it gives up (it normally takes a few seconds).
 DEADLINE: Final = 50.0

@@ -12,26 +12,24 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
-import tomlkit
 
+from fleet._agent_config import (
+    claude_state_file,
+    is_claude_trusted,
+    is_codex_trusted,
+    read_json_object,
+    read_toml,
+    trust_claude_project,
+    trust_codex_project,
+)
 from fleet._errors import SettingsError
-from fleet._hooks import Target, dump_json, read_json_object, read_toml, write_file
+from fleet._hook_install import Target
 
 ATTEMPTS: Final = 5
 RETRY_DELAY: Final = 0.2
-
-
-def claude_state_file(config_dir: Path) -> Path:
-    """Where Claude Code keeps per-project state for ``config_dir``."""
-    default = Path.home() / ".claude"
-    if os.path.realpath(config_dir) == os.path.realpath(default) and not os.environ.get(
-        "CLAUDE_CONFIG_DIR"
-    ):
-        return Path.home() / ".claude.json"
-    return config_dir / ".claude.json"
 
 
 def trust_file(target: Target) -> Path:
@@ -58,14 +56,8 @@ def is_trusted(target: Target, path: str | os.PathLike[str]) -> bool:
     key = project_key(path)
     file = trust_file(target)
     if target.tool == "claude":
-        data, _ = read_json_object(file)
-        projects = data.get("projects")
-        entry = projects.get(key) if isinstance(projects, dict) else None
-        return isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True
-    doc, _ = read_toml(file)
-    projects = doc.get("projects")
-    entry = projects.get(key) if isinstance(projects, dict) else None
-    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+        return is_claude_trusted(read_json_object(file)[0], key)
+    return is_codex_trusted(read_toml(file)[0], key)
 
 
 def check(target: Target, path: str | os.PathLike[str]) -> TrustResult:
@@ -114,28 +106,6 @@ def trust(
 
 def _write_trust(target: Target, file: Path, key: str) -> None:
     if target.tool == "claude":
-        data, _ = read_json_object(file)
-        projects = data.setdefault("projects", {})
-        if not isinstance(projects, dict):
-            raise SettingsError(f"{file}: 'projects' is not an object; left it untouched")
-        entry: Any = projects.setdefault(key, {})
-        if not isinstance(entry, dict):
-            raise SettingsError(f"{file}: projects[{key!r}] is not an object; left it untouched")
-        entry["hasTrustDialogAccepted"] = True
-        write_file(file, dump_json(data))
-        return
-    doc, _ = read_toml(file)
-    projects = doc.get("projects")
-    if projects is None:
-        projects = tomlkit.table(is_super_table=True)
-        doc["projects"] = projects
-    if not isinstance(projects, dict):
-        raise SettingsError(f"{file}: 'projects' is not a table; left it untouched")
-    entry = projects.get(key)
-    if entry is None:
-        entry = tomlkit.table()
-        projects[key] = entry
-    if not isinstance(entry, dict):
-        raise SettingsError(f"{file}: projects.{key!r} is not a table; left it untouched")
-    entry["trust_level"] = "trusted"
-    write_file(file, tomlkit.dumps(doc).encode())
+        trust_claude_project(file, key)
+    else:
+        trust_codex_project(file, key)

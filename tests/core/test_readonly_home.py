@@ -23,7 +23,7 @@ import pytest
 
 from fleet import Fleet, HookEvent
 from fleet._home import cache_dir
-from fleet._hooks import hook_argv
+from fleet._hook_command import hook_argv
 
 #: Drops the capabilities that let root ignore file modes, then runs its arguments.
 _WITHOUT_DAC = """

@@ -20,7 +20,7 @@ import pytest
 
 from fleet._core.events import Seen, Unreadable, encode_line
 from fleet._errors import JournalError
-from fleet._hooks import hook_script_path
+from fleet._hook_command import hook_script_path
 from fleet._journal import JournalReader, append_line
 
 Append = Callable[[Path, bytes], None]

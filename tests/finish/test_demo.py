@@ -76,7 +76,7 @@ def test_the_demo_runs_from_a_built_wheel(tmp_path: Path) -> None:
 def test_the_demo_runs_the_hook_command_fleet_prints(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fleet._hooks import hook_command
+    from fleet._hook_command import hook_command
 
     assert main(["--home", str(tmp_path), "hooks", "command", "--tool", "claude"]) == 0
     printed = capsys.readouterr().out.strip()

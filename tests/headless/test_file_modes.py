@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fleet._cli import main
-from fleet._hooks import hook_argv
+from fleet._hook_command import hook_argv
 from fleet.adapters.headless import _profile_lock, start_worker
 from tests.conftest import Repo, git_worktree
 

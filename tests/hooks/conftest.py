@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from fleet._core.events import Event, decode_line
-from fleet._hooks import hook_argv
+from fleet._hook_command import hook_argv
 from fleet._journal import index_worktree
 
 #: Real payloads of every hook event, captured from Claude Code 2.1.197 and 2.1.332 (the tested

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from fleet._cli import main
-from fleet._hooks import CLAUDE_EVENTS, CODEX_EVENTS, hook_command
+from fleet._hook_command import hook_command
+from fleet._hook_install import CLAUDE_EVENTS, CODEX_EVENTS
 from fleet._journal import index_worktree
 from tests.hooks.conftest import Hook, claude_payloads
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet._hooks import CODEX_EVENTS, codex_target, install, status
+from fleet._hook_install import CODEX_EVENTS, codex_target, install, status
 from tests.e2e.binaries import AgentsMissing, codex_sets, find_agents
 
 #: A stand-in for ``codex app-server`` whose trust recipe differs from fleet's copy, as a future

@@ -16,7 +16,7 @@ import pytest
 from fleet._core import events
 from fleet._core.events import HookEvent, Unreadable
 from fleet._core.fold import find_envelope
-from fleet._hooks import hook_script_path
+from fleet._hook_command import hook_script_path
 from fleet._journal import index_worktree
 from tests.hooks.conftest import Hook, claude_payloads, codex_payloads, every_claude_payload
 
@@ -320,7 +320,7 @@ class TestTorture:
     def test_no_stdin_at_all(self, hook: Hook) -> None:
         import subprocess
 
-        from fleet._hooks import hook_argv
+        from fleet._hook_command import hook_argv
 
         env = {"PATH": os.environ["PATH"], "FLEET_HOME": str(hook.home),
                "CLAUDE_PROJECT_DIR": str(hook.worktree)}
@@ -383,7 +383,7 @@ def test_ts_is_when_the_agent_started_the_hook(hook: Hook) -> None:
     import subprocess
     import time
 
-    from fleet._hooks import hook_argv
+    from fleet._hook_command import hook_argv
 
     command = "sleep 1.0; exec " + shlex.join(hook_argv("claude", home=hook.home))
     env = {"PATH": os.environ["PATH"], "FLEET_HOME": str(hook.home),

@@ -12,16 +12,13 @@ import pytest
 import tomlkit
 
 from fleet._errors import SettingsError
-from fleet._hooks import (
+from fleet._hook_command import command_argv, hook_command, hook_script_path, is_fleet_command
+from fleet._hook_install import (
     CLAUDE_EVENTS,
     CODEX_EVENTS,
     claude_target,
     codex_target,
-    command_argv,
-    hook_command,
-    hook_script_path,
     install,
-    is_fleet_command,
     status,
     uninstall,
 )
@@ -409,7 +406,7 @@ class TestCodex:
     def test_trust_hash_of_codex_defaults(
         self, event: str, group: dict[str, Any], identity: tuple[str, str | None, int]
     ) -> None:
-        from fleet._hooks import codex_trust_hash
+        from fleet._codex_trust import codex_trust_hash
 
         snake, matcher, timeout = identity
         assert codex_trust_hash(event, group) == recipe_hash(snake, matcher, "x", timeout)

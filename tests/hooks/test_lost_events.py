@@ -39,7 +39,7 @@ os.execv(sys.argv[2], sys.argv[2:])
 def run_limited(hook: Hook, limit: int) -> tuple[int, bytes, bytes]:
     import subprocess
 
-    from fleet._hooks import hook_argv
+    from fleet._hook_command import hook_argv
 
     argv = [sys.executable, "-c", _UNDER_LIMIT, str(limit), *hook_argv("claude", home=hook.home)]
     env = {"PATH": os.environ["PATH"], "FLEET_HOME": str(hook.home), "FLEET_WORKER": "w1"}

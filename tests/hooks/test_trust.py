@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import tomlkit
 
+from fleet._agent_config import claude_state_file
 from fleet._errors import SettingsError
-from fleet._hooks import claude_target, codex_target
-from fleet._trust import check, claude_state_file, trust
+from fleet._hook_install import claude_target, codex_target
+from fleet._trust import check, trust
 
 
 @pytest.fixture

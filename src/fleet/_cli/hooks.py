@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from fleet import _health, _hooks, _trust
+from fleet import _agents, _health, _hook_command, _hook_install, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
 from fleet._core.events import Unreadable
 from fleet._errors import SettingsError
@@ -122,7 +122,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "interpreter run with -I -S, the hook program, the tool and the fleet home. "
         "$FLEET_HOME in the agent's environment overrides the home baked in.",
     )
-    p.add_argument("--tool", choices=_hooks.TOOLS, required=True)
+    p.add_argument("--tool", choices=_agents.TOOLS, required=True)
     add_json(p)
     add_examples(
         p,
@@ -188,14 +188,16 @@ def _help(parser: argparse.ArgumentParser) -> int:
 # -- targets -----------------------------------------------------------------------------------
 
 
-def resolve_targets(args: argparse.Namespace, *, required: bool = True) -> list[_hooks.Target]:
+def resolve_targets(
+    args: argparse.Namespace, *, required: bool = True
+) -> list[_hook_install.Target]:
     def many(value: Any) -> list[str]:
         if value is None:
             return []
         return list(value) if isinstance(value, list) else [value]
 
-    targets = [_hooks.claude_target(d) for d in many(args.config_dir)]
-    targets += [_hooks.codex_target(d) for d in many(args.codex_home)]
+    targets = [_hook_install.claude_target(d) for d in many(args.config_dir)]
+    targets += [_hook_install.codex_target(d) for d in many(args.codex_home)]
     names = many(args.profile)
     if names or getattr(args, "all_profiles", False):
         from fleet._profiles import find_profile, load_profiles
@@ -206,9 +208,9 @@ def resolve_targets(args: argparse.Namespace, *, required: bool = True) -> list[
         ]
         for profile in chosen:
             if profile.tool == "claude":
-                targets.append(_hooks.claude_target(profile.config_dir, profile.name))
+                targets.append(_hook_install.claude_target(profile.config_dir, profile.name))
             elif profile.tool == "codex":
-                targets.append(_hooks.codex_target(profile.config_dir, profile.name))
+                targets.append(_hook_install.codex_target(profile.config_dir, profile.name))
     if required and not targets:
         raise SettingsError(
             "name a target: --config-dir DIR, --codex-home DIR, --profile NAME or --all-profiles"
@@ -226,20 +228,20 @@ def resolve_targets(args: argparse.Namespace, *, required: bool = True) -> list[
 # -- commands ----------------------------------------------------------------------------------
 
 
-def _codex_bin(args: argparse.Namespace, targets: list[_hooks.Target]) -> str | None:
+def _codex_bin(args: argparse.Namespace, targets: list[_hook_install.Target]) -> str | None:
     if not any(t.tool == "codex" for t in targets):
         return None
-    return _hooks.find_codex(getattr(args, "codex_bin", None))
+    return _agents.find_codex(getattr(args, "codex_bin", None))
 
 
 def _with_claude_version(
-    args: argparse.Namespace, targets: list[_hooks.Target]
-) -> list[_hooks.Target]:
+    args: argparse.Namespace, targets: list[_hook_install.Target]
+) -> list[_hook_install.Target]:
     """The targets, Claude Code ones knowing the release that will run there."""
     if not any(t.tool == "claude" for t in targets):
         return targets
-    claude = _hooks.find_claude(getattr(args, "claude_bin", None))
-    version = _hooks.claude_version(claude) if claude else None
+    claude = _agents.find_claude(getattr(args, "claude_bin", None))
+    version = _agents.claude_version(claude) if claude else None
     return [attrs.evolve(t, claude_version=version) if t.tool == "claude" else t
             for t in targets]
 
@@ -247,16 +249,16 @@ def _with_claude_version(
 def cmd_install(args: argparse.Namespace) -> int:
     targets = _with_claude_version(args, resolve_targets(args))
     codex = _codex_bin(args, targets)
-    changes = [_hooks.install(t, home=args.home, codex=codex) for t in targets]
+    changes = [_hook_install.install(t, home=args.home, codex=codex) for t in targets]
     return _print_changes(args, changes, "installed")
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
-    changes = [_hooks.uninstall(t) for t in resolve_targets(args)]
+    changes = [_hook_install.uninstall(t) for t in resolve_targets(args)]
     return _print_changes(args, changes, "removed")
 
 
-def _print_changes(args: argparse.Namespace, changes: list[_hooks.Change], verb: str) -> int:
+def _print_changes(args: argparse.Namespace, changes: list[_hook_install.Change], verb: str) -> int:
     if args.json:
         print_json(changes)
         return Exit.OK
@@ -286,7 +288,7 @@ def _print_changes(args: argparse.Namespace, changes: list[_hooks.Change], verb:
 def cmd_status(args: argparse.Namespace) -> int:
     targets = _with_claude_version(args, resolve_targets(args))
     codex = _codex_bin(args, targets)
-    statuses = [_hooks.status(t, home=args.home, codex=codex) for t in targets]
+    statuses = [_hook_install.status(t, home=args.home, codex=codex) for t in targets]
     if args.json:
         print_json(statuses)
     else:
@@ -306,8 +308,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_command(args: argparse.Namespace) -> int:
-    argv = _hooks.hook_argv(args.tool, home=args.home)
-    command = _hooks.hook_command(args.tool, home=args.home)
+    argv = _hook_command.hook_argv(args.tool, home=args.home)
+    command = _hook_command.hook_command(args.tool, home=args.home)
     if args.json:
         print_json({"tool": args.tool, "command": command, "argv": argv})
     else:
@@ -343,7 +345,7 @@ class Report:
     hook_errors: int
     last_hook_errors: tuple[str, ...]
     unreadable: dict[str, int]
-    hooks: tuple[_hooks.Status, ...] = ()
+    hooks: tuple[_hook_install.Status, ...] = ()
     #: Events the hook (or a supervisor) could not journal: how many hook-errors.log records,
     #: and when each worker last lost one (its marker).
     lost_events: int = 0
@@ -351,15 +353,15 @@ class Report:
 
 
 def doctor(
-    home: Path, targets: list[_hooks.Target], *, last: int = 5, codex_bin: str | None = None
+    home: Path, targets: list[_hook_install.Target], *, last: int = 5, codex_bin: str | None = None
 ) -> Report:
     problems: list[str] = []
     try:
-        script: str | None = str(_hooks.hook_script_path())
+        script: str | None = str(_hook_command.hook_script_path())
     except SettingsError as exc:
         script = None
         problems.append(str(exc))
-    interpreter = _hooks.hook_python()
+    interpreter = _hook_command.hook_python()
     if not os.access(interpreter, os.X_OK):
         problems.append(f"the interpreter {interpreter} is not executable")
     errors = _read_hook_errors(hook_errors_path(home))
@@ -384,8 +386,8 @@ def doctor(
         if when is not None:
             lost_at[worker] = when
             problems.append(f"worker {worker}: events were lost, the last at {_when(when)}")
-    codex = _hooks.find_codex(codex_bin) if any(t.tool == "codex" for t in targets) else None
-    statuses = tuple(_hooks.status(t, home=home, codex=codex) for t in targets)
+    codex = _agents.find_codex(codex_bin) if any(t.tool == "codex" for t in targets) else None
+    statuses = tuple(_hook_install.status(t, home=home, codex=codex) for t in targets)
     for s in statuses:
         problems.extend(f"{s.target}: {p}" for p in s.problems)
     return Report(

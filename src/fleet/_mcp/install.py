@@ -23,10 +23,17 @@ from typing import Any, Final
 import attrs
 import tomlkit
 
+from fleet._agent_config import (
+    claude_state_file,
+    dump_json,
+    dump_toml,
+    read_json_object,
+    read_toml,
+    write_file,
+)
 from fleet._errors import SettingsError
 from fleet._home import expand, resolve_home
-from fleet._hooks import Target, dump_json, read_json_object, read_toml, write_file
-from fleet._trust import claude_state_file
+from fleet._hook_install import Target
 
 DEFAULT_NAME: Final = "fleet"
 #: Codex gives up on a tool call after ``tool_timeout_sec`` (60 by default): room for a wait of
@@ -218,7 +225,7 @@ def _install_codex(
     for key, value in wanted.items():
         table[key] = value
     servers[name] = table
-    content = tomlkit.dumps(doc).encode()
+    content = dump_toml(doc)
     saved = write_file(path, content) if content != (raw or b"") else None
     return McpChange(tool="codex", file=str(path), name=name, changed=True, installed=True,
                      command=tuple(argv), backup=str(saved) if saved else None)
@@ -249,9 +256,7 @@ def uninstall(target: Target, name: str = DEFAULT_NAME) -> McpChange:
         del tables[name]
         if not tables:
             del doc["mcp_servers"]
-        content = tomlkit.dumps(doc)
-        content = content.rstrip("\n") + "\n" if content.strip() else ""
-        saved = write_file(path, content.encode())
+        saved = write_file(path, dump_toml(doc, trim=True))
     return McpChange(tool=target.tool, file=str(path), name=name, changed=True,
                      installed=False, backup=str(saved) if saved else None)
 

@@ -200,12 +200,12 @@ def trust_folder(spec: LaunchSpec, worktree: Path) -> Path | None:
     config is then left alone and an adapter may answer the prompt on screen instead."""
     if spec.config_dir is None:
         return None
-    from fleet import _hooks, _trust
+    from fleet import _hook_install, _trust
 
     target = (
-        _hooks.codex_target(spec.config_dir, spec.profile)
+        _hook_install.codex_target(spec.config_dir, spec.profile)
         if spec.tool == "codex"
-        else _hooks.claude_target(spec.config_dir, spec.profile)
+        else _hook_install.claude_target(spec.config_dir, spec.profile)
     )
     return Path(_trust.trust(target, worktree).file)
 

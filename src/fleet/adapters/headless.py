@@ -554,30 +554,29 @@ class HeadlessAdapter:
             raise Refused(f"config dir {config} already exists; remove it or pick another id")
         ensure_dir(config.parent)
         config.mkdir(mode=DIR_MODE)
-        from fleet import _hooks
+        from fleet import _agent_config, _agents, _hook_install
 
+        # Nobody else has edited a config dir fleet has just created: no backups, no fsync.
+        private: dict[str, bool] = {"backup": False, "fsync": False}
         if record.tool == "claude":
             settings: dict[str, Any] = {}
             if record.effort:
                 settings["effortLevel"] = record.effort
             if record.permission_mode == "bypassPermissions":
                 settings["skipDangerousModePermissionPrompt"] = True
-            _write_private(config / "settings.json", orjson.dumps(settings))
-            _write_private(
-                config / ".claude.json",
-                orjson.dumps(
-                    {
-                        "hasCompletedOnboarding": True,
-                        "projects": {str(worktree): {"hasTrustDialogAccepted": True}},
-                    }
-                ),
-            )
-            version = _hooks.claude_version(record.claude, runner=self.runner)
-            _hooks.install(_hooks.claude_target(config, claude_version=version), home=self.home)
+            _agent_config.write_json(config / "settings.json", settings, **private)
+            state_file = config / ".claude.json"
+            state: dict[str, Any] = {"hasCompletedOnboarding": True}
+            _agent_config.claude_trust(state, str(worktree), state_file)
+            _agent_config.write_json(state_file, state, **private)
+            version = _agents.claude_version(record.claude, runner=self.runner)
+            target = _hook_install.claude_target(config, claude_version=version)
+            _hook_install.install(target, home=self.home)
             _drop_supervised_hooks(config / "settings.json")
         else:
-            _write_private(config / "config.toml", _codex_config(record, worktree).encode())
-            _hooks.install(_hooks.codex_target(config), home=self.home)
+            content = _codex_config(record, worktree).encode()
+            _agent_config.write_file(config / "config.toml", content, **private)
+            _hook_install.install(_hook_install.codex_target(config), home=self.home)
 
     def _spawn(self, record: LaunchRecord, *, prompt: str, resume: str | None = None) -> Pending:
         key = None
@@ -826,35 +825,34 @@ def _codex_argv(record: LaunchRecord, model: str | None, resume: str | None) -> 
 def _codex_config(record: LaunchRecord, worktree: Path) -> str:
     """An endpoint worker's ``config.toml``: a provider for the endpoint whose key is read from
     an environment variable (``env_key``); no retries inside Codex (fleet retries)."""
-    lines = []
+    import tomlkit
+
+    from fleet import _agent_config
+
+    doc = tomlkit.document()
     if record.model:
-        lines.append(f"model = {_toml_str(record.model)}")
-    lines += [
-        'model_provider = "fleet"',
-        'approval_policy = "never"',
-        f'sandbox_mode = "{_CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")}"',
-        "check_for_update_on_startup = false",
-    ]
+        doc["model"] = record.model
+    doc["model_provider"] = "fleet"
+    doc["approval_policy"] = "never"
+    doc["sandbox_mode"] = _CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")
+    doc["check_for_update_on_startup"] = False
     if record.effort:
-        lines.append(f"model_reasoning_effort = {_toml_str(record.effort)}")
+        doc["model_reasoning_effort"] = record.effort
     base = str(record.endpoint).rstrip("/")
     if not base.endswith("/v1"):
         base += "/v1"
-    lines += [
-        "",
-        "[model_providers.fleet]",
-        'name = "fleet endpoint"',
-        f"base_url = {_toml_str(base)}",
-        f"env_key = {_toml_str(record.key_var or CODEX_KEY_VAR)}",
-        'wire_api = "responses"',
-        "request_max_retries = 0",
-        "stream_max_retries = 0",
-        "",
-        f"[projects.{_toml_str(str(worktree))}]",
-        'trust_level = "trusted"',
-        "",
-    ]
-    return "\n".join(lines)
+    provider = tomlkit.table()
+    provider["name"] = "fleet endpoint"
+    provider["base_url"] = base
+    provider["env_key"] = record.key_var or CODEX_KEY_VAR
+    provider["wire_api"] = "responses"
+    provider["request_max_retries"] = 0
+    provider["stream_max_retries"] = 0
+    providers = tomlkit.table(is_super_table=True)
+    providers["fleet"] = provider
+    doc["model_providers"] = providers
+    _agent_config.codex_trust(doc, str(worktree), Path("config.toml"))
+    return tomlkit.dumps(doc)
 
 
 #: Hook events a supervised headless run does without: the supervisor journals how the run
@@ -865,16 +863,14 @@ SUPERVISED_EVENTS_DROPPED: Final = ("StopFailure", "SessionEnd")
 
 
 def _drop_supervised_hooks(settings_file: Path) -> None:
-    data = orjson.loads(settings_file.read_bytes())
-    hooks = data.get("hooks") if isinstance(data, dict) else None
+    from fleet import _agent_config
+
+    data, _ = _agent_config.read_json_object(settings_file)
+    hooks = data.get("hooks")
     if isinstance(hooks, dict):
         for event in SUPERVISED_EVENTS_DROPPED:
             hooks.pop(event, None)
-        _write_private(settings_file, orjson.dumps(data, option=orjson.OPT_INDENT_2))
-
-
-def _toml_str(value: str) -> str:
-    return orjson.dumps(value).decode()
+        _agent_config.write_json(settings_file, data, backup=False, fsync=False)
 
 
 def _default_key_var(tool: str, endpoint: str) -> str:
@@ -903,23 +899,19 @@ def _prompt(brief: Path) -> str:
 
 
 def _trust_claude(config: Path, worktree: Path) -> None:
-    path = config / ".claude.json"
-    try:
-        data = orjson.loads(path.read_bytes()) if path.exists() else {}
-    except orjson.JSONDecodeError as exc:
-        raise SettingsError(f"{path} is not JSON ({exc}); left it untouched") from exc
-    if not isinstance(data, dict) or not isinstance(data.setdefault("projects", {}), dict):
-        raise SettingsError(f"{path} is not a Claude state file; left it untouched")
-    data["projects"].setdefault(str(worktree), {})["hasTrustDialogAccepted"] = True
-    _write_private(path, orjson.dumps(data))
+    from fleet import _agent_config
+
+    _agent_config.trust_claude_project(
+        config / ".claude.json", str(worktree), backup=False, fsync=False
+    )
 
 
 def _trust_codex(config: Path, worktree: Path) -> None:
-    path = config / "config.toml"
-    text = path.read_text() if path.exists() else ""
-    header = f"[projects.{_toml_str(str(worktree))}]"
-    if header not in text:
-        _write_private(path, (text + f"\n{header}\ntrust_level = \"trusted\"\n").encode())
+    from fleet import _agent_config
+
+    _agent_config.trust_codex_project(
+        config / "config.toml", str(worktree), backup=False, fsync=False
+    )
 
 
 _RUN_KEYS: Final = ("supervisor_pid", "supervisor_start_time", "run")

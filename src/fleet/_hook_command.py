@@ -1,0 +1,107 @@
+"""fleet's hook program, the command line that runs it, and finding its entries in a hooks table.
+
+Both agents run a hook command through a shell; fleet's entries are recognized by the hook
+program's file name in their command, whatever its path or version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from fleet._agents import TOOLS
+from fleet._errors import SettingsError
+from fleet._home import resolve_home
+
+HOOK_SCRIPT: Final = "fleet_hook.py"
+Position = tuple[str, int, int]  # event, group index, handler index
+
+
+def hook_script_path() -> Path:
+    """The installed hook program: inside the wheel (``fleet/_hook``), else the source tree's
+    ``hooks/`` (an editable install)."""
+    with contextlib.suppress(ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        packaged = importlib.resources.files("fleet") / "_hook" / HOOK_SCRIPT
+        if packaged.is_file():
+            return Path(str(packaged)).absolute()
+    source = Path(__file__).resolve().parents[2] / "hooks" / HOOK_SCRIPT
+    if source.is_file():
+        return source
+    raise SettingsError(
+        f"fleet's hook program {HOOK_SCRIPT} is missing from this installation; reinstall fleet"
+    )
+
+
+def hook_python() -> str:
+    """The interpreter the hook runs with: the one running fleet, by absolute path."""
+    return str(Path(sys.executable).absolute())
+
+
+def hook_argv(
+    tool: str, *, home: str | os.PathLike[str] | None = None, python: str | None = None
+) -> list[str]:
+    """The hook's argv: an absolute interpreter with ``-I -S`` (no site, no environment, so
+    nothing but the standard library loads), the script, the tool and the fleet home (which
+    ``$FLEET_HOME`` in the hook's environment overrides)."""
+    if tool not in TOOLS:
+        raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
+    return [
+        python or hook_python(),
+        "-I",
+        "-S",
+        str(hook_script_path()),
+        "--tool",
+        tool,
+        "--home",
+        str(resolve_home(home)),
+    ]
+
+
+#: Both agents run a hook command through a shell. Ignoring SIGTERM before the interpreter starts
+#: lets the hook finish its one write: Claude Code 2.1.332 sends SIGTERM to a ``-p`` session's
+#: StopFailure hook 2-25 ms after spawning it, before Python could install a handler, and the API
+#: error or usage limit it carries was lost in about one run in three on a loaded machine.
+#: ``exec`` keeps the agent the hook's parent (no shell process left in between).
+COMMAND_PREFIX: Final = "trap '' TERM; exec "
+
+
+def hook_command(tool: str, *, home: str | os.PathLike[str] | None = None) -> str:
+    """The shell command line installed for ``tool``."""
+    return COMMAND_PREFIX + shlex.join(hook_argv(tool, home=home))
+
+
+def is_fleet_command(command: object) -> bool:
+    """Whether a hook command runs fleet's hook program (whatever its path or version)."""
+    if not isinstance(command, str) or HOOK_SCRIPT not in command:
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return any(Path(w).name == HOOK_SCRIPT for w in words)
+
+
+def command_argv(command: str) -> list[str]:
+    """The argv a hook command runs (without the shell's ``trap ... exec`` prefix)."""
+    command = command.removeprefix(COMMAND_PREFIX)
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
+def fleet_positions(hooks: Mapping[str, Any]) -> list[Position]:
+    """Where fleet's handlers sit."""
+    out: list[Position] = []
+    for event, groups in hooks.items():
+        for gi, group in enumerate(groups):
+            for hi, handler in enumerate(group.get("hooks", [])):
+                if is_fleet_command(handler.get("command")):
+                    out.append((event, gi, hi))
+    return out
