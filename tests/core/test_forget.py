@@ -14,7 +14,7 @@ import pytest
 
 from fleet import Fleet, Started
 from fleet._cli import main
-from fleet._hooks import hook_argv
+from fleet._hook_command import hook_argv
 from fleet._proc import process_start_time
 
 
