@@ -53,12 +53,13 @@ from fleet._core.ids import validate_worker_id
 from fleet._errors import FleetError, Refused, SettingsError, ToolError
 from fleet._files import atomic_write, read_input, read_prompt
 from fleet._git import Git
+from fleet._guards import require_no_hidden_changes
 from fleet._home import DIR_MODE, FILE_MODE, ensure_dir, expand, resolve_home, worker_dir
 from fleet._keys import parse_key_source, resolve_key
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
 from fleet._supervisor import SRC, RunSpec, dump_spec
-from fleet.adapters._base import LaunchSpec, Workspace, require_no_hidden_changes
+from fleet.adapters._base import LaunchSpec, Workspace
 
 NAME: Final = "headless"
 WORKTREES_ENV: Final = "FLEET_WORKTREES"

@@ -36,6 +36,7 @@ from fleet._clock import Clock
 from fleet._core.events import HandedOver
 from fleet._errors import Refused, ToolError
 from fleet._fleet import Fleet
+from fleet._guards import require_safe
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -43,7 +44,6 @@ from fleet.adapters._base import (
     handle_of,
     launch_argv,
     pointer_line,
-    require_clean_and_pushed,
     trust_folder,
     write_worktree_note,
 )
@@ -441,7 +441,7 @@ class HerdrAdapter:
         ws = workspace.handle.get("workspace")
         if not ws:
             raise ValueError("this workspace has no herdr workspace id")
-        require_clean_and_pushed(self.runner, workspace.worktree, what=f"herdr workspace {ws}")
+        require_safe(self.runner, workspace.worktree, what=f"herdr workspace {ws}")
         try:
             self._call("worktree", "remove", "--workspace", ws, timeout=120)
         except DirtyWorktree as exc:

@@ -35,6 +35,7 @@ from fleet._clock import Clock
 from fleet._core.events import HandedOver
 from fleet._errors import Refused, SettingsError, ToolError
 from fleet._fleet import Fleet
+from fleet._guards import require_safe
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -42,7 +43,6 @@ from fleet.adapters._base import (
     claude_args,
     handle_of,
     pointer_line,
-    require_clean_and_pushed,
     trust_folder,
     write_worktree_note,
 )
@@ -615,7 +615,7 @@ class SupersetAdapter:
 
     def delete(self, workspace: Workspace) -> None:
         ws_id = _workspace_id(workspace)
-        require_clean_and_pushed(
+        require_safe(
             self.runner, workspace.worktree, what=f"Superset workspace {ws_id}"
         )
         self.backend.delete(ws_id)
