@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from fleet._files import read_prompt
 from fleet._runner import Runner
 
 
@@ -98,6 +99,16 @@ def handle_of(workspace: Workspace, key: str, what: str) -> str:
     if not value:
         raise ValueError(f"this workspace has no {what}")
     return value
+
+
+def task_title(brief: Path) -> str:
+    """A worker's task as one line: the brief's first line of text, without its heading
+    marks (at most 120 characters), or the file's name."""
+    for line in read_prompt(brief, "brief").splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:120]
+    return brief.name
 
 
 def pointer_line(path: Path, *, kind: str = "brief") -> str:
