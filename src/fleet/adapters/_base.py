@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from fleet._files import read_prompt
+from fleet._launch import app_args, on_profile
 from fleet._runner import Runner
 
 
@@ -117,31 +118,17 @@ def pointer_line(path: Path, *, kind: str = "brief") -> str:
     return f"Read the {kind} in {path.absolute()} and do what it says."
 
 
-#: The permission mode of a Claude Code worker hosted in an app when nothing chose one: the one
-#: where a person watching the app approves each action. Stated, never inherited: Claude Code
-#: 2.1.332 made auto mode its default, whose screens and dialogs differ from release to release.
-APP_PERMISSION_MODE = "default"
-
-
 def claude_args(spec: LaunchSpec) -> list[str]:
     """The agent arguments a launch spec implies (after ``clausona run <profile> --``)."""
-    args: list[str] = []
-    if spec.tool == "claude":
-        args += ["--permission-mode", spec.permission_mode or APP_PERMISSION_MODE]
-        if spec.model:
-            args += ["--model", spec.model]
-        if spec.effort:
-            args += ["--effort", spec.effort]
-    elif spec.tool == "codex" and spec.model:
-        args += ["-m", spec.model]
-    return [*args, *spec.extra_args]
+    return app_args(
+        tool=spec.tool, permission_mode=spec.permission_mode, model=spec.model,
+        effort=spec.effort, extra=spec.extra_args,
+    )
 
 
 def launch_argv(spec: LaunchSpec, *, clausona: str = "clausona") -> list[str]:
     """``clausona run <profile> -- <args>`` for a profile, else the bare tool."""
-    if spec.profile:
-        return [clausona, "run", spec.profile, "--", *claude_args(spec)]
-    return [spec.tool, *claude_args(spec)]
+    return on_profile(spec.profile, spec.tool, claude_args(spec), clausona=clausona)
 
 
 def trust_folder(spec: LaunchSpec, worktree: Path) -> Path | None:

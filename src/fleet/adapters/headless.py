@@ -52,6 +52,8 @@ from fleet._git import Git
 from fleet._guards import require_no_hidden_changes
 from fleet._home import DIR_MODE, FILE_MODE, ensure_dir, expand, resolve_home, worker_dir
 from fleet._keys import parse_key_source, resolve_key
+from fleet._launch import CODEX_SANDBOX as _CODEX_SANDBOX
+from fleet._launch import headless_claude_argv, headless_codex_argv
 from fleet._port import FileJournal, JournalPort
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
@@ -129,13 +131,6 @@ _QUIET_CLAUDE: Final = {
     "DISABLE_AUTOUPDATER": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-}
-_CODEX_SANDBOX: Final = {
-    "bypassPermissions": "danger-full-access",
-    "danger-full-access": "danger-full-access",
-    "workspace-write": "workspace-write",
-    "read-only": "read-only",
-    "plan": "read-only",
 }
 
 
@@ -769,51 +764,28 @@ def build_run(
     )
 
 
-def _profile_prefix(record: LaunchRecord) -> list[str]:
+def _clausona(record: LaunchRecord) -> str:
+    if not record.profile:
+        return ""
     from fleet._profiles import clausona_binary
 
-    assert record.profile is not None
-    return [record.clausona or clausona_binary(), "run", record.profile, "--"]
+    return record.clausona or clausona_binary()
 
 
 def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
-    # stream-json: every turn's result, so a claim made before automatic turns (Claude Code
-    # answering its background tasks' notifications) is still read from the run's output.
-    args = ["-p", "--output-format", "stream-json", "--verbose"]
-    if record.permission_mode:
-        args += ["--permission-mode", record.permission_mode]
-    if model:
-        args += ["--model", model]
-    if record.effort:
-        args += ["--effort", record.effort]
-    if resume:
-        args += ["--resume", resume]
-    if record.profile:
-        return [*_profile_prefix(record), *args]
-    return [record.claude, *args]
+    return headless_claude_argv(
+        claude=record.claude, profile=record.profile, clausona=_clausona(record),
+        permission_mode=record.permission_mode, model=model, effort=record.effort,
+        resume=resume,
+    )
 
 
 def _codex_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
-    sandbox = _CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")
-    args = [
-        "exec",
-        "--json",
-        "--disable",
-        "unbounded_connection_retries",
-        "-s",
-        sandbox,
-        "-c",
-        'approval_policy="never"',
-    ]
-    if model:
-        args += ["-m", model]
-    if record.effort:
-        args += ["-c", f'model_reasoning_effort="{record.effort}"']
-    if resume:
-        args += ["resume", resume]
-    if record.profile:
-        return [*_profile_prefix(record), *args]
-    return [record.codex, *args]
+    return headless_codex_argv(
+        codex=record.codex, profile=record.profile, clausona=_clausona(record),
+        permission_mode=record.permission_mode, model=model, effort=record.effort,
+        resume=resume,
+    )
 
 
 def _codex_config(record: LaunchRecord, worktree: Path) -> str:

@@ -35,6 +35,7 @@ from fleet._clock import Clock
 from fleet._core.events import HandedOver
 from fleet._errors import Refused, SettingsError, ToolError
 from fleet._guards import require_safe
+from fleet._launch import superset_config_args
 from fleet._port import FileJournal, JournalPort
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
@@ -121,10 +122,7 @@ def config_label(spec: LaunchSpec) -> str:
 def config_args(spec: LaunchSpec) -> list[str]:
     """The args a worker config for this spec needs: model and effort live here, because
     Superset ignores a launch's model and effort for custom configs."""
-    extra = claude_args(spec)
-    if spec.tool == "claude" and "--strict-mcp-config" not in extra:
-        extra.append("--strict-mcp-config")
-    return ["run", spec.profile or "", "--", *extra]
+    return superset_config_args(spec.profile, spec.tool, claude_args(spec))
 
 
 def _same_profile(a: str, b: str) -> bool:
