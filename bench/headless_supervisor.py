@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import median, temp_home, verdict
 
-from fleet.adapters.headless import HeadlessOptions, start_worker
+from fleet._orchestrate import start_worker
+from fleet.adapters.headless import HeadlessOptions
 
 TICK = os.sysconf("SC_CLK_TCK")
 AGENT = """#!/bin/sh

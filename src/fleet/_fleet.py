@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -11,28 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
-from fleet._core.events import Attached, Event, FollowUpSent, Registered, Seen
+from fleet._core.events import Event, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import JournalGone, SettingsError, UnknownWorker
+from fleet._errors import JournalGone, UnknownWorker
 from fleet._fold_cache import load_states
-from fleet._home import journal_path, resolve_home, worker_dir
+from fleet._home import journal_path, resolve_home
+from fleet._port import FileJournal
 from fleet._watch import Backend, Transition, WaitResult, Watcher
 
 if TYPE_CHECKING:
     from fleet._hub.config import HubConfig
     from fleet._hub.view import HubView
-    from fleet.adapters.headless import FanOutResult
-
-
-def _check_text(value: str | None) -> None:
-    """A value for the journal: JSON text, so valid Unicode (no lone surrogate)."""
-    if value is None:
-        return
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise SettingsError(f"{value!r} is not valid UTF-8 text") from None
+    from fleet._orchestrate import FanOutResult
 
 
 class Fleet:
@@ -72,6 +62,8 @@ class Fleet:
         self._on_note = on_note
         self._hub_config = _hub_config(hub, coordinator)
         self._view: HubView | None = None
+        #: The journal port this Fleet hands to the adapters it composes.
+        self.journal = FileJournal(self.home, clock=self.clock, src=src, quiet_after=quiet_after)
 
     def __enter__(self) -> Fleet:
         return self
@@ -122,7 +114,7 @@ class Fleet:
 
     def record(self, worker: str, event: Event) -> None:
         """Append an event to a worker's journal."""
-        _journal.append(self.home, validate_worker_id(worker), event)
+        self.journal.append(worker, event)
 
     def register(
         self,
@@ -141,38 +133,15 @@ class Fleet:
         """Register a worker and the worktree its sessions run in. Everything is checked before
         anything is written, and a registration that fails half-way takes back what it wrote
         for a new worker: no phantom worker is left behind."""
-        validate_worker_id(worker)
-        path = _journal.check_worktree_path(os.path.realpath(os.fspath(worktree)))
-        for value in (tool, profile, model, adapter, branch, base, task, *(handle or {}).values()):
-            _check_text(value)
-        event = Registered(
-            ts=self.clock.now(),
-            src=self.src,
-            tool=tool,
-            profile=profile,
-            model=model,
-            adapter=adapter,
-            handle=dict(handle or {}),
-            worktree=path,
-            branch=branch,
-            base=base,
-            task=task,
+        return self.journal.register(
+            worker, worktree=worktree, tool=tool, profile=profile, model=model,
+            adapter=adapter, handle=handle, branch=branch, base=base, task=task,
         )
-        is_new = not _journal.exists(self.home, worker)
-        try:
-            self.record(worker, event)
-            _journal.index_worktree(self.home, worker, path)
-        except BaseException:
-            if is_new:
-                shutil.rmtree(worker_dir(self.home, worker), ignore_errors=True)
-            raise
-        return self.state(worker)
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:
         """Journal handles the host reported after registration (a terminal or pane id); they
         are merged into the registered ones, whatever state the worker is in."""
-        _journal.require(self.home, validate_worker_id(worker))
-        self.record(worker, Attached(ts=self.clock.now(), src=self.src, handle=dict(handle)))
+        self.journal.attach(worker, handle)
 
     def seen(self, *marks: str) -> None:
         """Record marks as handled: those states no longer wake ``wait``."""
@@ -190,17 +159,7 @@ class Fleet:
         self, worker: str, *, text: str | None = None, file: str | None = None
     ) -> None:
         """Journal that a follow-up was sent; the state it answers counts as seen."""
-        current = self.state(worker)
-        self.record(
-            worker,
-            FollowUpSent(
-                ts=self.clock.now(),
-                src=self.src,
-                text=text[:500] if text else None,
-                file=file,
-                seen=current.mark,
-            ),
-        )
+        self.journal.note_follow_up(worker, text=text, file=file)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -341,9 +300,9 @@ class Fleet:
     ) -> WorkerState:
         """Start a headless worker (``claude -p`` / ``codex exec``) in a new worktree under a
         detached supervisor; the options are those of
-        :func:`fleet.adapters.headless.start_worker` (profile, endpoint, key_from, model,
+        :func:`fleet._orchestrate.start_worker` (profile, endpoint, key_from, model,
         small_model, tool, permission_mode, effort, base, timeout, ...)."""
-        from fleet.adapters.headless import start_worker
+        from fleet._orchestrate import start_worker
 
         return start_worker(
             worker, task=task, repo=repo, home=self.home, clock=self.clock, **options
@@ -351,15 +310,15 @@ class Fleet:
 
     def stop(self, worker: str, *, timeout: float = 30.0) -> WorkerState:
         """Stop a headless worker; its state then reads gone(stopped)."""
-        from fleet.adapters.headless import stop_worker
+        from fleet._orchestrate import stop_worker
 
         return stop_worker(worker, home=self.home, clock=self.clock, timeout=timeout)
 
     def run(self, tasks: str | os.PathLike[str], **options: Any) -> FanOutResult:
         """Plan a TASKS.toml and start every task as a headless worker, at most
-        ``max_parallel`` at once (see :func:`fleet.adapters.headless.run_tasks`); follow with
+        ``max_parallel`` at once (see :func:`fleet._orchestrate.run_tasks`); follow with
         :meth:`wait`."""
-        from fleet.adapters.headless import run_tasks
+        from fleet._orchestrate import run_tasks
 
         return run_tasks(tasks, home=self.home, clock=self.clock, **options)
 

@@ -38,12 +38,13 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from fleet._check import CheckResult, check_worker, inspect_worktree
+from fleet._check import CheckResult, check_worker
 from fleet._core.events import Retired, RetireRefused
 from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError, one_line
 from fleet._fleet import Fleet
 from fleet._git import Git, GitError, printable
+from fleet._guards import inspect_worktree
 from fleet._leftovers import IgnoredSummary, Leftovers, inspect_leftovers
 from fleet._occupants import Occupant, describe_occupants, occupants
 from fleet._runner import Runner

@@ -382,6 +382,21 @@ class Watcher:
                 return attrs.evolve(result, timed_out=True)
             self._sleep(self._next_wake(result.workers, deadline, now) - now)
 
+    def until(self, ready: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Block until ``ready()`` holds, asked now and again after each change to a followed
+        journal (and at each safety sweep); False once ``timeout`` seconds pass."""
+        deadline = None if timeout is None else self.clock.monotonic() + timeout
+        while True:
+            # Consume the changes first: one landing while ready() runs wakes the next sleep.
+            self._refresh()
+            if ready():
+                return True
+            now = self.clock.monotonic()
+            if self._closed or (deadline is not None and now >= deadline):
+                return False
+            wake = self._last_sweep + self._sweep_interval
+            self._sleep((wake if deadline is None else min(wake, deadline)) - now)
+
     def _next_wake(
         self, states: Iterable[WorkerState], deadline: float | None, now_mono: float
     ) -> float:

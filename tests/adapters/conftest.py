@@ -179,7 +179,7 @@ def make_rig(
                     CLAUSONA,
                     ["run", profile, "--", "--model", "sonnet", "--strict-mcp-config"],
                 )
-            adapter = SupersetAdapter(runner=runner, fleet=fleet, superset=SUPERSET,
+            adapter = SupersetAdapter(runner=runner, journal=fleet.journal, superset=SUPERSET,
                                       superset_home=home)
             yield Rig(kind, adapter, runner, repo, fleet, tmp, host)
         finally:
@@ -190,8 +190,8 @@ def make_rig(
         state = tmp / "herdr" / "state.json"
         monkeypatch.setenv("HERDR_FAKE_STATE", str(state))
         monkeypatch.setenv("FAKE_HERDR_VERSION", "0.8.0" if kind.endswith("0.8.0") else "0.8.2")
-        adapter_h = HerdrAdapter(runner=runner, fleet=fleet, herdr=HERDR, clausona=CLAUSONA,
-                                 poll=0.05)
+        adapter_h = HerdrAdapter(runner=runner, journal=fleet.journal, herdr=HERDR,
+                                 clausona=CLAUSONA, poll=0.05)
         yield Rig(kind, adapter_h, runner, repo, fleet, tmp)
 
 

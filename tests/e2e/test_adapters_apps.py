@@ -129,7 +129,7 @@ def test_superset_worker_runs_real_claude_to_done(
                         ["run", "claude:work", "--", "--permission-mode", "bypassPermissions",
                          "-p"])
         fleet = Fleet()
-        adapter = SupersetAdapter(runner=SubprocessRunner(), fleet=fleet,
+        adapter = SupersetAdapter(runner=SubprocessRunner(), journal=fleet.journal,
                                   superset=str(FAKES / "superset"), superset_home=home)
         assert adapter.route == "cli"
         ws = adapter.create_workspace(WORKER, repo=repo.path, base="main",
@@ -160,8 +160,8 @@ def test_herdr_worker_runs_real_claude_to_done(
         HERDR_FAKE_STATE=str(state),
     )
     fleet = Fleet()
-    adapter = HerdrAdapter(runner=EnvRunner(env), fleet=fleet, herdr=str(FAKES / "herdr"),
-                           clausona=CLAUSONA, poll=0.1)
+    adapter = HerdrAdapter(runner=EnvRunner(env), journal=fleet.journal,
+                           herdr=str(FAKES / "herdr"), clausona=CLAUSONA, poll=0.1)
     try:
         ws = adapter.create_workspace(WORKER, repo=repo.path, base="main", label="Hello · work")
         spec = LaunchSpec(worker=WORKER, brief=brief, profile="claude:work",

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fleet import Fleet
+from fleet._orchestrate import start_worker
 from fleet.adapters._base import Workspace
-from fleet.adapters.headless import HeadlessAdapter, start_worker
+from fleet.adapters.headless import HeadlessAdapter
 from tests.conftest import Repo
 
 from .conftest import FakeAgent

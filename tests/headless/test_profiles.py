@@ -11,8 +11,9 @@ import pytest
 
 from fleet import Fleet
 from fleet._core.events import Exited, HandedOver, Registered, Started
+from fleet._orchestrate import run_tasks, start_worker, wait_started
 from fleet.adapters._base import LaunchSpec, Workspace
-from fleet.adapters.headless import HeadlessAdapter, run_tasks, start_worker, wait_started
+from fleet.adapters.headless import HeadlessAdapter
 
 from ..conftest import Repo
 from .conftest import KEY, FakeAgent, wait_for

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from fleet import Fleet
 from fleet._cli import main
 from fleet._hook_command import hook_argv
+from fleet._orchestrate import start_worker
 from fleet._redact import MASK, StreamRedactor, redact_value
-from fleet.adapters.headless import start_worker
 from tests.conftest import Repo
 
 from .conftest import KEY, FakeAgent

@@ -17,14 +17,10 @@ from fleet import Fleet
 from fleet._core.events import Exited, FollowUpSent, Registered, Started
 from fleet._errors import Refused, SettingsError, ToolError
 from fleet._keys import KeyUnavailable
+from fleet._orchestrate import run_tasks, start_worker, stop_worker
 from fleet._proc import is_alive
 from fleet.adapters._base import Workspace
-from fleet.adapters.headless import (
-    HeadlessAdapter,
-    run_tasks,
-    start_worker,
-    stop_worker,
-)
+from fleet.adapters.headless import HeadlessAdapter
 
 from ..conftest import Repo
 from .conftest import KEY, FakeAgent, wait_for

@@ -17,8 +17,8 @@ import pytest
 
 from fleet import Fleet, SettingsError
 from fleet._cli import main
+from fleet._orchestrate import start_worker
 from fleet._supervisor import RunSpec, Supervisor, dump_spec
-from fleet.adapters.headless import start_worker
 from tests.conftest import Repo
 
 from .conftest import FakeAgent

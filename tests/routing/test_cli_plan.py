@@ -13,9 +13,10 @@ import pytest
 from fleet._cli import main
 from fleet._core.routing import Choices, Settings, profiles_from_json
 from fleet._errors import SettingsError, ToolError
+from fleet._launch import profile_tool_args as tool_args
 from fleet._plan import load_task_file, load_tasks, plan_tasks
 from fleet._runner import SubprocessRunner
-from fleet.adapters.clausona import NO_CAPACITY_EXIT, Clausona, NoCapacity, check_run, tool_args
+from fleet.adapters.clausona import NO_CAPACITY_EXIT, Clausona, NoCapacity, check_run
 
 from .helpers import item
 from .test_profiles import FAKE

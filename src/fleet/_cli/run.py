@@ -172,7 +172,7 @@ def _line(state: WorkerState) -> str:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from fleet.adapters.headless import start_worker
+    from fleet._orchestrate import start_worker
 
     opts = _options(args)
     state = start_worker(
@@ -197,7 +197,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from fleet.adapters.headless import stop_worker
+    from fleet._orchestrate import stop_worker
 
     state = stop_worker(args.worker, home=args.home, timeout=args.wait)
     if args.json:
@@ -208,7 +208,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from fleet.adapters.headless import run_tasks
+    from fleet._orchestrate import run_tasks
 
     opts = _options(args)
 

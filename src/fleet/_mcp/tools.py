@@ -764,7 +764,7 @@ class Tools:
             raise Refused(f"worker {worker} already exists; pick another id")
         ref = base or self._current_branch(repo)
         with Fleet(self.scope.home) as fleet:
-            adapter = get_adapter(adapter_name, fleet=fleet, home=self.scope.home)
+            adapter = get_adapter(adapter_name, journal=fleet.journal, home=self.scope.home)
             title = _title(brief)
             workspace = adapter.create_workspace(
                 worker, repo=repo, base=ref, label=workspace_name(title, profile)

@@ -22,8 +22,9 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from fleet._errors import ToolError
 from fleet._git import Git
+from fleet._guards import require_no_hidden_changes
 from fleet._runner import Runner
-from fleet.adapters._base import Adapter, LaunchSpec, Workspace, require_no_hidden_changes
+from fleet.adapters._base import Adapter, LaunchSpec, Workspace
 
 #: name -> module that implements it
 ADAPTERS: Final = {

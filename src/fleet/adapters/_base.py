@@ -16,7 +16,8 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from fleet._errors import Refused
+from fleet._files import read_prompt
+from fleet._launch import app_args, on_profile
 from fleet._runner import Runner
 
 
@@ -101,63 +102,14 @@ def handle_of(workspace: Workspace, key: str, what: str) -> str:
     return value
 
 
-def require_no_hidden_changes(runner: Runner, worktree: Path, *, what: str) -> None:
-    """Refuse (:class:`~fleet._errors.Refused`) when a file of HEAD has other content in
-    ``worktree`` than HEAD gives it, though ``git status`` says nothing: an index flag
-    (skip-worktree, assume-unchanged) or a stale stat cache hides it, and so ``git worktree
-    remove`` and every host's dirty check would delete it. Each file is hashed again."""
-    from fleet._check import describe_dirty, hidden_changes
-    from fleet._git import Git, GitError
-
-    git = Git(runner)
-    try:
-        # What status reports is refused by the caller or by git itself; this names the rest.
-        hidden = hidden_changes(git, worktree, git.status(worktree))
-    except GitError as exc:
-        raise Refused(f"not deleting {what}: {exc}") from exc
-    if hidden:
-        raise Refused(
-            f"not deleting {what}: {'; '.join(describe_dirty(hidden))}; commit and push it, "
-            "or restore it, first"
-        )
-
-
-def require_clean_and_pushed(runner: Runner, worktree: Path, *, what: str) -> None:
-    """Refuse (:class:`~fleet._errors.Refused`) unless ``worktree`` exists, has nothing
-    uncommitted or untracked (an edit an index flag hides included), has an upstream, and
-    nothing ahead of it.
-
-    Adapters run this immediately before a host's delete, whatever guards the caller ran
-    earlier: Superset's workspace delete removes a dirty worktree without asking, and herdr's
-    only refuses a dirty one, not an unpushed one."""
-    if not worktree.is_dir():
-        raise Refused(f"not deleting {what}: its worktree {worktree} is missing")
-    status = runner.run(["git", "-C", str(worktree), "status", "--porcelain"], timeout=60)
-    status.check("git status")
-    if status.stdout.strip():
-        count = len(status.stdout.strip().splitlines())
-        raise Refused(
-            f"not deleting {what}: {worktree} has {count} uncommitted or untracked "
-            "change(s); commit and push them first"
-        )
-    require_no_hidden_changes(runner, worktree, what=what)
-    upstream = runner.run(
-        ["git", "-C", str(worktree), "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}"],
-        timeout=60,
-    )
-    if not upstream.ok:
-        raise Refused(
-            f"not deleting {what}: its branch has no upstream; push it with "
-            "`git push -u origin HEAD` first"
-        )
-    ahead = runner.run(
-        ["git", "-C", str(worktree), "rev-list", "--count", "@{u}..HEAD"], timeout=60
-    ).check("git rev-list")
-    if ahead.stdout.strip() != "0":
-        raise Refused(
-            f"not deleting {what}: {ahead.stdout.strip()} commit(s) not pushed to "
-            f"{upstream.stdout.strip()}; push them first"
-        )
+def task_title(brief: Path) -> str:
+    """A worker's task as one line: the brief's first line of text, without its heading
+    marks (at most 120 characters), or the file's name."""
+    for line in read_prompt(brief, "brief").splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:120]
+    return brief.name
 
 
 def pointer_line(path: Path, *, kind: str = "brief") -> str:
@@ -166,31 +118,17 @@ def pointer_line(path: Path, *, kind: str = "brief") -> str:
     return f"Read the {kind} in {path.absolute()} and do what it says."
 
 
-#: The permission mode of a Claude Code worker hosted in an app when nothing chose one: the one
-#: where a person watching the app approves each action. Stated, never inherited: Claude Code
-#: 2.1.332 made auto mode its default, whose screens and dialogs differ from release to release.
-APP_PERMISSION_MODE = "default"
-
-
 def claude_args(spec: LaunchSpec) -> list[str]:
     """The agent arguments a launch spec implies (after ``clausona run <profile> --``)."""
-    args: list[str] = []
-    if spec.tool == "claude":
-        args += ["--permission-mode", spec.permission_mode or APP_PERMISSION_MODE]
-        if spec.model:
-            args += ["--model", spec.model]
-        if spec.effort:
-            args += ["--effort", spec.effort]
-    elif spec.tool == "codex" and spec.model:
-        args += ["-m", spec.model]
-    return [*args, *spec.extra_args]
+    return app_args(
+        tool=spec.tool, permission_mode=spec.permission_mode, model=spec.model,
+        effort=spec.effort, extra=spec.extra_args,
+    )
 
 
 def launch_argv(spec: LaunchSpec, *, clausona: str = "clausona") -> list[str]:
     """``clausona run <profile> -- <args>`` for a profile, else the bare tool."""
-    if spec.profile:
-        return [clausona, "run", spec.profile, "--", *claude_args(spec)]
-    return [spec.tool, *claude_args(spec)]
+    return on_profile(spec.profile, spec.tool, claude_args(spec), clausona=clausona)
 
 
 def trust_folder(spec: LaunchSpec, worktree: Path) -> Path | None:

@@ -23,10 +23,6 @@ from fleet._runner import Completed, Runner, SubprocessRunner
 #: ``clausona run`` in a routed form exits with this when no profile has capacity.
 NO_CAPACITY_EXIT: Final = 75
 
-#: Short tool list for API profiles, whose context windows are small (clausona fleet-core).
-API_TOOLS: Final = "--tools=Bash,Read,Edit,Write,Grep,Glob"
-
-
 class NoCapacity(ToolError):
     """A routed ``clausona run`` found no profile with capacity (exit 75); nothing started."""
 
@@ -114,42 +110,3 @@ def _last_marked(text: str, mark: str) -> str:
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(mark)]
     return lines[-1].removeprefix(mark).strip() if lines else ""
-
-
-def tool_args(
-    profile: Profile,
-    *,
-    model: str | None = None,
-    effort: str | None = None,
-    permissions: Mapping[str, str] | None = None,
-    strict_mcp: bool = True,
-) -> list[str]:
-    """The agent's own arguments for an interactive worker on ``profile``, following clausona's
-    fleet rules: Claude gets ``--permission-mode``, ``--strict-mcp-config``, ``--model``,
-    ``--effort`` (and a short ``--tools`` list on API profiles); Codex gets ``-s``/``-a`` from
-    the permissions, ``-m`` and a reasoning effort, with update checks and MCP servers off."""
-    permissions = permissions or {}
-    args: list[str] = []
-    if profile.tool == "claude":
-        if permissions.get("claude"):
-            args += ["--permission-mode", permissions["claude"]]
-        if strict_mcp:
-            args.append("--strict-mcp-config")
-        if model:
-            args += ["--model", model]
-        if effort:
-            args += ["--effort", effort]
-        if profile.is_api:
-            args.append(API_TOOLS)
-        return args
-    args += ["-s", permissions.get("codexSandbox") or "workspace-write"]
-    if permissions.get("codex"):
-        args += ["-a", permissions["codex"]]
-    args += ["-c", "check_for_update_on_startup=false"]
-    if strict_mcp:
-        args += ["-c", "mcp_servers={}"]
-    if model:
-        args += ["-m", model]
-    if effort:
-        args += ["-c", f"model_reasoning_effort={effort}"]
-    return args

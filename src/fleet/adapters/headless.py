@@ -28,15 +28,13 @@ Which config dir a worker uses:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import shutil
 import signal
 import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
@@ -45,20 +43,22 @@ import attrs
 import cattrs
 import orjson
 
-from fleet import _journal
 from fleet._clock import Clock, SystemClock
-from fleet._core.events import Exited, HandedOver, Started
-from fleet._core.fold import WorkerState
+from fleet._core.events import Exited, HandedOver
 from fleet._core.ids import validate_worker_id
-from fleet._errors import FleetError, Refused, SettingsError, ToolError
+from fleet._errors import Refused, SettingsError, ToolError
 from fleet._files import atomic_write, read_input, read_prompt
 from fleet._git import Git
+from fleet._guards import require_no_hidden_changes
 from fleet._home import DIR_MODE, FILE_MODE, ensure_dir, expand, resolve_home, worker_dir
 from fleet._keys import parse_key_source, resolve_key
+from fleet._launch import CODEX_SANDBOX as _CODEX_SANDBOX
+from fleet._launch import headless_claude_argv, headless_codex_argv
+from fleet._port import FileJournal, JournalPort
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
 from fleet._supervisor import SRC, RunSpec, dump_spec
-from fleet.adapters._base import LaunchSpec, Workspace, require_no_hidden_changes
+from fleet.adapters._base import LaunchSpec, Workspace, task_title
 
 NAME: Final = "headless"
 WORKTREES_ENV: Final = "FLEET_WORKTREES"
@@ -131,13 +131,6 @@ _QUIET_CLAUDE: Final = {
     "DISABLE_AUTOUPDATER": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-}
-_CODEX_SANDBOX: Final = {
-    "bypassPermissions": "danger-full-access",
-    "danger-full-access": "danger-full-access",
-    "workspace-write": "workspace-write",
-    "read-only": "read-only",
-    "plan": "read-only",
 }
 
 
@@ -265,7 +258,8 @@ class HeadlessAdapter:
     """The :class:`~fleet.adapters._base.Adapter` for headless ``claude -p`` / ``codex exec``.
 
     ``runner`` runs git; ``clock`` stamps events; ``python`` is the interpreter that runs the
-    supervisor (this one by default)."""
+    supervisor (this one by default); ``journal`` is where the worker is registered and its
+    state read (the :class:`~fleet._port.FileJournal` of ``home`` by default)."""
 
     name = NAME
 
@@ -278,11 +272,13 @@ class HeadlessAdapter:
         options: HeadlessOptions | None = None,
         python: str | None = None,
         environ: Mapping[str, str] | None = None,
+        journal: JournalPort | None = None,
     ) -> None:
-        self.home = resolve_home(home)
+        self.home = journal.home if journal is not None else resolve_home(home)
         self.runner: Runner = runner or SubprocessRunner()
         self.git = Git(self.runner)
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or (journal.clock if journal is not None else SystemClock())
+        self.journal: JournalPort = journal or FileJournal(self.home, clock=self.clock, src=SRC)
         self.options = options or HeadlessOptions()
         self.python = python or sys.executable
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
@@ -354,21 +350,18 @@ class HeadlessAdapter:
         pending = self.launch(workspace, spec)
         handle = {**_without_run(workspace.handle), **pending.handle}
         try:
-            from fleet._fleet import Fleet
-
-            with Fleet(self.home, clock=self.clock, src=SRC) as fleet:
-                fleet.register(
-                    spec.worker,
-                    worktree=workspace.worktree,
-                    tool=self.record(spec.worker).tool,
-                    profile=spec.profile,
-                    model=spec.model,
-                    adapter=NAME,
-                    handle=handle,
-                    branch=workspace.branch,
-                    base=workspace.base,
-                    task=_task_title(Path(spec.brief)),
-                )
+            self.journal.register(
+                spec.worker,
+                worktree=workspace.worktree,
+                tool=self.record(spec.worker).tool,
+                profile=spec.profile,
+                model=spec.model,
+                adapter=NAME,
+                handle=handle,
+                branch=workspace.branch,
+                base=workspace.base,
+                task=task_title(Path(spec.brief)),
+            )
         except BaseException:
             pending.abandon()
             raise
@@ -394,14 +387,11 @@ class HeadlessAdapter:
         text = read_prompt(text_file, "follow-up file")
         record = self.record(worker)
         self._refuse_running(worker)
-        state = _state(self.home, worker, self.clock)
+        state = self.journal.state(worker)
         session = state.session_id or (state.exit.session_id if state.exit else None)
         if session is None:
             raise Refused(f"worker {worker} has no session to resume (it never started one)")
-        from fleet._fleet import Fleet
-
-        with Fleet(self.home, clock=self.clock, src=SRC) as fleet:
-            fleet.note_follow_up(worker, text=text, file=str(text_file))
+        self.journal.note_follow_up(worker, text=text, file=str(text_file))
         pending = self._spawn(record, prompt=text, resume=session)
         pending.release()
 
@@ -413,11 +403,10 @@ class HeadlessAdapter:
         record = self._new_record(workspace, spec)
         if record.config_dir is not None and not Path(record.config_dir).exists():
             self._prepare_config(record, Path(workspace.worktree))
-        pending = self._spawn(record, prompt=_prompt(Path(record.brief or spec.brief)))
+        pending = self._spawn(record, prompt=brief_prompt(Path(record.brief or spec.brief)))
         # the whole handle, as the other adapters journal it: it still names the worker
         handle = {**_without_run(workspace.handle), **pending.handle}
-        _journal.append(
-            self.home,
+        self.journal.append(
             worker,
             HandedOver(
                 ts=self.clock.now(),
@@ -452,7 +441,7 @@ class HeadlessAdapter:
     def describe(self, workspace: Workspace) -> Mapping[str, object]:
         worker = _worker_of(workspace)
         sup = self.supervisor(worker)
-        state = _state(self.home, worker, self.clock)
+        state = self.journal.state(worker)
         out: dict[str, object] = {
             "host": NAME,
             "adapter": NAME,
@@ -474,7 +463,7 @@ class HeadlessAdapter:
         validate_worker_id(spec.worker)
         record = self._new_record(workspace, spec)
         self._prepare_config(record, Path(workspace.worktree))
-        return self._spawn(record, prompt=_prompt(spec.brief))
+        return self._spawn(record, prompt=brief_prompt(spec.brief))
 
     def _new_record(self, workspace: Workspace, spec: LaunchSpec) -> LaunchRecord:
         o = self.options
@@ -629,7 +618,7 @@ class HeadlessAdapter:
         return is_alive(sup["pid"], start if isinstance(start, int) else None)
 
     def _refuse_running(self, worker: str) -> None:
-        if self.supervisor_alive(worker) and _state(self.home, worker, self.clock).live is False:
+        if self.supervisor_alive(worker) and self.journal.state(worker).live is False:
             # The run is over (exited is journaled); its supervisor is only finishing up.
             end = time.monotonic() + 5.0
             while self.supervisor_alive(worker) and time.monotonic() < end:
@@ -654,7 +643,7 @@ class HeadlessAdapter:
                     raise ToolError(f"the supervisor of {worker} (pid {pid}) did not stop")
                 time.sleep(0.05)
             return True
-        state = _state(self.home, worker, self.clock)
+        state = self.journal.state(worker)
         if state.pid and state.live and is_alive(state.pid, state.start_time):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(state.pid, signal.SIGTERM)
@@ -663,9 +652,8 @@ class HeadlessAdapter:
                 time.sleep(0.05)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(state.pid, signal.SIGKILL)
-            _journal.append(
-                self.home, worker, Exited(ts=self.clock.now(), src=SRC, is_error=True,
-                                          reason="stopped")
+            self.journal.append(
+                worker, Exited(ts=self.clock.now(), src=SRC, is_error=True, reason="stopped")
             )
             return True
         return False
@@ -775,51 +763,28 @@ def build_run(
     )
 
 
-def _profile_prefix(record: LaunchRecord) -> list[str]:
+def _clausona(record: LaunchRecord) -> str:
+    if not record.profile:
+        return ""
     from fleet._profiles import clausona_binary
 
-    assert record.profile is not None
-    return [record.clausona or clausona_binary(), "run", record.profile, "--"]
+    return record.clausona or clausona_binary()
 
 
 def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
-    # stream-json: every turn's result, so a claim made before automatic turns (Claude Code
-    # answering its background tasks' notifications) is still read from the run's output.
-    args = ["-p", "--output-format", "stream-json", "--verbose"]
-    if record.permission_mode:
-        args += ["--permission-mode", record.permission_mode]
-    if model:
-        args += ["--model", model]
-    if record.effort:
-        args += ["--effort", record.effort]
-    if resume:
-        args += ["--resume", resume]
-    if record.profile:
-        return [*_profile_prefix(record), *args]
-    return [record.claude, *args]
+    return headless_claude_argv(
+        claude=record.claude, profile=record.profile, clausona=_clausona(record),
+        permission_mode=record.permission_mode, model=model, effort=record.effort,
+        resume=resume,
+    )
 
 
 def _codex_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
-    sandbox = _CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")
-    args = [
-        "exec",
-        "--json",
-        "--disable",
-        "unbounded_connection_retries",
-        "-s",
-        sandbox,
-        "-c",
-        'approval_policy="never"',
-    ]
-    if model:
-        args += ["-m", model]
-    if record.effort:
-        args += ["-c", f'model_reasoning_effort="{record.effort}"']
-    if resume:
-        args += ["resume", resume]
-    if record.profile:
-        return [*_profile_prefix(record), *args]
-    return [record.codex, *args]
+    return headless_codex_argv(
+        codex=record.codex, profile=record.profile, clausona=_clausona(record),
+        permission_mode=record.permission_mode, model=model, effort=record.effort,
+        resume=resume,
+    )
 
 
 def _codex_config(record: LaunchRecord, worktree: Path) -> str:
@@ -892,7 +857,8 @@ def _key_source_vars(record: LaunchRecord) -> tuple[str, ...]:
     return (src.ref,) if src.kind == "env" else ()
 
 
-def _prompt(brief: Path) -> str:
+def brief_prompt(brief: Path) -> str:
+    """The prompt a brief file gives an agent; refuses one no agent could be given."""
     text = read_prompt(brief, "brief")
     # A prompt starting with '-' would be read as an option.
     return "\n" + text if text.lstrip().startswith("-") else text
@@ -929,13 +895,6 @@ def _worker_of(workspace: Workspace) -> str:
     return validate_worker_id(worker)
 
 
-def _state(home: Path, worker: str, clock: Clock) -> WorkerState:
-    from fleet._fleet import Fleet
-
-    with Fleet(home, clock=clock) as fleet:
-        return fleet.state(worker)
-
-
 def _tail(path: Path, lines: int, limit: int = 256 * 1024) -> str:
     """The last ``lines`` lines of an output file (of its last ``limit`` bytes); nothing for
     what is not a regular file (opened without blocking: a FIFO there cannot hang a read)."""
@@ -956,405 +915,11 @@ def _tail(path: Path, lines: int, limit: int = 256 * 1024) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
-# -- the coordinator's verbs ----------------------------------------------------------------
-
-
-def start_worker(
-    worker: str,
-    *,
-    task: str | os.PathLike[str],
-    repo: str | os.PathLike[str],
-    profile: str | None = None,
-    endpoint: str | None = None,
-    key_from: str | None = None,
-    key_var: str | None = None,
-    model: str | None = None,
-    small_model: str | None = None,
-    tool: str = "claude",
-    permission_mode: str | None = None,
-    effort: str | None = None,
-    base: str | None = None,
-    timeout: float | None = None,
-    max_attempts: int = 4,
-    backoff_base: float = 2.0,
-    env: Mapping[str, str] | None = None,
-    home: str | os.PathLike[str] | None = None,
-    runner: Runner | None = None,
-    clock: Clock | None = None,
-    options: HeadlessOptions | None = None,
-    start_timeout: float = 60.0,
-) -> WorkerState:
-    """Start a headless worker: create its worktree and branch ``fleet/<worker>`` from
-    ``base`` (default: the repository's HEAD), register it, and launch the agent on the brief
-    ``task`` under a detached supervisor. Returns the worker's state right after the start.
-
-    Give a clausona ``profile``, or an ``endpoint`` with ``key_from`` (``env:NAME``,
-    ``command:CMD``, ``keyring:SERVICE/USER``) for an isolated config dir; neither runs the
-    tool's default config. ``permission_mode`` defaults to the fleet settings' ``permissions``
-    (``claude``, or ``codexSandbox`` for Codex), else ``bypassPermissions`` (Codex:
-    ``danger-full-access``): a headless run cannot answer a prompt, and the worktree is its
-    cage.
-
-    Claude workers on one profile start one at a time: this waits (up to ``start_timeout``)
-    until every other worker of the profile that is still starting up has journaled its first
-    event, because a starting Claude Code rewrites the profile's state file."""
-    validate_worker_id(worker)
-    for name, value in (("profile", profile), ("model", model), ("small model", small_model),
-                        ("permission mode", permission_mode), ("effort", effort), ("base", base),
-                        ("endpoint", endpoint), ("key variable", key_var)):
-        _check_argument(name, value)
-    brief = Path(task).absolute()
-    _prompt(brief)  # refuse a brief no agent could be given before anything is created
-    opts = options or HeadlessOptions(
-        endpoint=endpoint,
-        key_from=key_from,
-        key_var=key_var,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        backoff_base=backoff_base,
-        env=dict(env or {}),
-    )
-    if profile and opts.endpoint:
-        raise SettingsError("give a profile or an endpoint, not both")
-    if tool not in TOOLS:
-        raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
-    if permission_mode is None:
-        permission_mode = _settings_permission(_tool_of(profile, tool))
-    if opts.key_from is not None:
-        resolve_key(opts.key_from, runner=runner)  # fail before creating anything
-    _require_executable(_executable(opts, profile, tool))
-    adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
-    if _journal.exists(adapter.home, worker):
-        raise Refused(f"worker {worker} already exists; pick another id")
-    serialize = bool(profile) and _tool_of(profile, tool) == "claude"
-    with _profile_lock(adapter.home, profile if serialize else None):
-        if serialize and profile:
-            wait_for_profile(profile, home=adapter.home, timeout=start_timeout)
-        repo_path = Path(repo).absolute()
-        ref = base or "HEAD"
-        spec = LaunchSpec(
-            worker=worker,
-            tool=tool,
-            brief=brief,
-            profile=profile,
-            model=model,
-            small_model=small_model,
-            permission_mode=permission_mode,
-            effort=effort,
-        )
-        workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
-        pending: Pending | None = None
-        try:
-            pending = adapter.launch(workspace, spec)
-            from fleet._fleet import Fleet
-
-            with Fleet(adapter.home, clock=adapter.clock, src=SRC) as fleet:
-                fleet.register(
-                    worker,
-                    worktree=workspace.worktree,
-                    tool=adapter.record(worker).tool,
-                    profile=profile,
-                    model=model,
-                    adapter=NAME,
-                    handle={**workspace.handle, **pending.handle},
-                    branch=workspace.branch,
-                    base=workspace.base,
-                    task=_task_title(brief),
-                )
-            pending.release()
-        except BaseException:
-            if pending is not None:
-                pending.abandon()
-            _undo_workspace(adapter, workspace, worker)
-            raise
-    return _state(adapter.home, worker, adapter.clock)
-
-
-def _check_argument(name: str, value: str | None) -> None:
-    """A value that ends up in the agent's command line or environment: no NUL byte (no
-    process can be given one) and valid Unicode (no lone surrogate)."""
-    if value is None:
-        return
-    if "\x00" in value:
-        raise SettingsError(f"the {name} contains a NUL byte")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise SettingsError(f"the {name} is not valid UTF-8 text") from None
-
-
-@contextlib.contextmanager
-def _profile_lock(home: Path, profile: str | None) -> Iterator[None]:
-    """Held from the wait for a profile's starting workers until this one is registered, so
-    two coordinators never start Claude workers on one profile at the same moment."""
-    if profile is None:
-        yield
-        return
-    locks = home / "locks"
-    ensure_dir(locks)
-    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in profile)
-    fd = os.open(locks / f"profile-{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _tool_of(profile: str | None, tool: str) -> str:
-    return profile.split(":", 1)[0] if profile and ":" in profile else tool
-
-
-def _settings_permission(tool: str) -> str | None:
-    """The user's permission setting for workers (fleet settings ``permissions``: ``claude``
-    is a Claude permission mode, ``codexSandbox`` a Codex sandbox), if any."""
-    from fleet._settings import load_settings
-
-    permissions = load_settings().permissions
-    return permissions.get("codexSandbox" if tool == "codex" else "claude") or None
-
-
-def _executable(opts: HeadlessOptions, profile: str | None, tool: str) -> str:
-    if profile:
-        from fleet._profiles import clausona_binary
-
-        return opts.clausona or clausona_binary()
-    return opts.codex if tool == "codex" else opts.claude
-
-
-def _require_executable(name: str) -> None:
-    if shutil.which(name) is None:
-        what = {"claude": "Claude Code", "codex": "Codex", "clausona": "clausona"}.get(
-            Path(name).name, name
-        )
-        raise ToolError(f"{name} not found: is {what} installed and on PATH?")
-
-
-def _undo_workspace(adapter: HeadlessAdapter, workspace: Workspace, worker: str) -> None:
-    """Take back a start that failed before the agent ran: nothing of the worker's was made
-    in the worktree yet, so removing it (never forced) loses nothing."""
-    with contextlib.suppress(FleetError, OSError):
-        adapter.git.worktree_remove(adapter.main_repo(workspace.worktree), workspace.worktree)
-        adapter.git.run(adapter.main_repo(workspace.worktree), "branch", "-d", workspace.branch)
-    if not _journal.exists(adapter.home, worker):
-        with contextlib.suppress(OSError):
-            shutil.rmtree(worker_dir(adapter.home, worker))
-
-
-def _task_title(brief: Path) -> str:
-    for line in read_prompt(brief, "brief").splitlines():
-        text = line.strip().lstrip("#").strip()
-        if text:
-            return text[:120]
-    return brief.name
-
-
-def stop_worker(
-    worker: str,
-    *,
-    home: str | os.PathLike[str] | None = None,
-    clock: Clock | None = None,
-    timeout: float = 30.0,
-) -> WorkerState:
-    """Stop a headless worker cleanly; its state then reads ``gone`` with reason ``stopped``.
-    A worker that is not running is refused."""
-    adapter = HeadlessAdapter(home=home, clock=clock)
-    _journal.require(adapter.home, validate_worker_id(worker))
-    if not adapter.stop(worker, timeout=timeout):
-        state = _state(adapter.home, worker, adapter.clock)
-        raise Refused(f"worker {worker} is not running (state {state.state}({state.reason}))")
-    return _state(adapter.home, worker, adapter.clock)
-
-
-def wait_started(
-    worker: str,
-    *,
-    home: str | os.PathLike[str] | None = None,
-    timeout: float = 30.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> bool:
-    """Wait until a freshly started worker's agent has journaled its first event after
-    ``started`` (SessionStart or any hook), or its run ended. False on timeout."""
-    path = resolve_home(home)
-    reader = _journal.JournalReader(_journal.require(path, worker))
-    followed: bool | None = None  # did anything follow the latest `started`?
-    end = time.monotonic() + timeout
-    while True:
-        for _, event in reader.read():
-            if isinstance(event, Started):
-                followed = False
-            elif followed is not None or isinstance(event, Exited):
-                followed = True
-        if followed:
-            return True
-        if time.monotonic() >= end:
-            return False
-        sleep(0.1)
-
-
-def wait_for_profile(
-    profile: str, *, home: str | os.PathLike[str] | None = None, timeout: float = 60.0
-) -> list[str]:
-    """Wait until no worker on ``profile`` is starting up (launched, no event from its agent
-    yet); returns the workers waited for. A worker that takes longer than ``timeout`` is no
-    longer waited for."""
-    from fleet._fleet import Fleet
-
-    with Fleet(home) as fleet:
-        states = fleet.status()
-    adapter = HeadlessAdapter(home=home)
-    busy = [
-        s.worker
-        for s in states
-        if s.profile == profile
-        and s.adapter == NAME
-        and s.last_event in ("registered", "started", "handed_over")
-        and adapter.supervisor_alive(s.worker)
-    ]
-    end = time.monotonic() + timeout
-    for worker in busy:
-        wait_started(worker, home=home, timeout=max(0.0, end - time.monotonic()))
-    return busy
-
-
 __all__: Sequence[str] = (
-    "FanOutResult",
     "HeadlessAdapter",
     "HeadlessOptions",
-    "Launch",
     "LaunchRecord",
     "Pending",
+    "brief_prompt",
     "build_run",
-    "run_tasks",
-    "start_worker",
-    "stop_worker",
-    "wait_for_profile",
-    "wait_started",
 )
-
-
-# -- fan-out --------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Launch:
-    """One task of a fan-out: what to start, and then what happened."""
-
-    worker: str
-    brief: Path
-    tool: str = "claude"
-    profile: str | None = None
-    model: str | None = None
-    reason: str = ""
-
-
-@attrs.frozen(kw_only=True)
-class FanOutResult:
-    started: tuple[WorkerState, ...]
-    skipped: tuple[tuple[str, str], ...] = ()
-    warnings: tuple[str, ...] = ()
-
-
-def plan_launches(
-    tasks_file: str | os.PathLike[str], *, endpoint: bool = False
-) -> tuple[list[Launch], list[tuple[str, str]], list[str], Path | None, str | None]:
-    """The launches of a TASKS.toml: routed by the routing engine (clausona profiles), or, for
-    an endpoint fan-out, every task on the endpoint. Returns launches, skipped tasks with the
-    reason, the plan's warnings, and the file's repo and base."""
-    from fleet._plan import load_task_file, plan_tasks
-
-    tf = load_task_file(tasks_file)
-    missing = [t.name for t in tf.tasks if t.brief is None]
-    if missing:
-        raise SettingsError(f"{tasks_file}: task {', '.join(missing)} has no brief file")
-    launches: list[Launch] = []
-    skipped: list[tuple[str, str]] = []
-    warnings: list[str] = []
-    if endpoint:
-        for t in tf.tasks:
-            assert t.brief is not None
-            launches.append(
-                Launch(worker=t.name, brief=t.brief, tool=t.tool or "claude", model=t.model,
-                       reason="endpoint")
-            )
-        return launches, skipped, warnings, tf.repo, tf.base
-    plan = plan_tasks(tf.tasks, choices=tf.choices)
-    warnings += plan.warnings
-    by_name = {t.name: t for t in tf.tasks}
-    for row in plan.rows:
-        task = by_name[row.task]
-        assert task.brief is not None
-        if row.profile is None:
-            skipped.append((row.task, row.reason))
-            continue
-        warnings += [f"{row.task}: {w}" for w in row.warnings]
-        launches.append(
-            Launch(worker=row.task, brief=task.brief, tool=row.tool or task.tool or "claude",
-                   profile=row.profile, model=row.model, reason=row.reason)
-        )
-    return launches, skipped, warnings, tf.repo, tf.base
-
-
-def run_tasks(
-    tasks_file: str | os.PathLike[str],
-    *,
-    repo: str | os.PathLike[str] | None = None,
-    base: str | None = None,
-    max_parallel: int = 4,
-    options: HeadlessOptions | None = None,
-    permission_mode: str | None = None,
-    effort: str | None = None,
-    home: str | os.PathLike[str] | None = None,
-    runner: Runner | None = None,
-    clock: Clock | None = None,
-    start_timeout: float = 60.0,
-    poll: float = 0.25,
-    on_start: Callable[[WorkerState], None] | None = None,
-) -> FanOutResult:
-    """Start every task of a TASKS.toml as a headless worker, at most ``max_parallel`` running
-    at once, and return once the last one has started (follow with ``fleet wait``).
-
-    A task waits for a free slot; Claude workers on one profile start one at a time (each
-    until its agent journals its first event, or ``start_timeout``), because a starting
-    Claude Code rewrites its config dir's state file."""
-    if max_parallel < 1:
-        raise SettingsError("--max-parallel must be at least 1")
-    opts = options or HeadlessOptions()
-    launches, skipped, warnings, file_repo, file_base = plan_launches(
-        tasks_file, endpoint=opts.endpoint is not None
-    )
-    where = repo or file_repo or Path.cwd()
-    ref = base or file_base
-    adapter = HeadlessAdapter(home=home, runner=runner, clock=clock, options=opts)
-    taken = [w.worker for w in launches if _journal.exists(adapter.home, w.worker)]
-    if taken:
-        raise Refused(f"worker {', '.join(taken)} already exists; rename the task(s)")
-    running: list[str] = []
-    started: list[WorkerState] = []
-    for item in launches:
-        while True:
-            running = [w for w in running if adapter.supervisor_alive(w)]
-            if len(running) < max_parallel:
-                break
-            time.sleep(poll)
-        state = start_worker(
-            item.worker,
-            task=item.brief,
-            repo=where,
-            profile=item.profile,
-            model=item.model,
-            tool=item.tool,
-            permission_mode=permission_mode,
-            effort=effort,
-            base=ref,
-            home=adapter.home,
-            runner=runner,
-            clock=clock,
-            options=opts,
-            start_timeout=start_timeout,
-        )
-        started.append(state)
-        running.append(item.worker)
-        if on_start is not None:
-            on_start(state)
-    return FanOutResult(started=tuple(started), skipped=tuple(skipped), warnings=tuple(warnings))

@@ -35,7 +35,8 @@ import attrs
 from fleet._clock import Clock
 from fleet._core.events import HandedOver
 from fleet._errors import Refused, ToolError
-from fleet._fleet import Fleet
+from fleet._guards import require_safe
+from fleet._port import FileJournal, JournalPort
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -43,7 +44,6 @@ from fleet.adapters._base import (
     handle_of,
     launch_argv,
     pointer_line,
-    require_clean_and_pushed,
     trust_folder,
     write_worktree_note,
 )
@@ -121,7 +121,8 @@ TRUST_PROMPTS: tuple[_TrustPrompt, ...] = (
 class HerdrAdapter:
     """Workers in herdr panes. See the module docstring for the command flow.
 
-    Every worker is registered in ``fleet`` (default: a :class:`~fleet.Fleet` on ``home``) with
+    Every worker is registered through ``journal`` (default: the
+    :class:`~fleet._port.FileJournal` of ``home``) with
     adapter ``herdr`` and handles ``workspace``, ``pane``, ``agent``, before its agent starts, so
     fleet's hooks, which find a worker by its worktree, journal it from its first event."""
 
@@ -131,7 +132,7 @@ class HerdrAdapter:
         self,
         *,
         runner: Runner | None = None,
-        fleet: Fleet | None = None,
+        journal: JournalPort | None = None,
         home: str | os.PathLike[str] | None = None,
         clock: Clock | None = None,
         herdr: str = "herdr",
@@ -144,7 +145,9 @@ class HerdrAdapter:
     ) -> None:
         self.runner: Runner = runner or SubprocessRunner()
         # every worker is journaled, so fleet's hooks find it by its worktree
-        self.fleet: Fleet = fleet if fleet is not None else Fleet(home, clock=clock)
+        self.journal: JournalPort = journal if journal is not None else FileJournal(
+            home, clock=clock
+        )
         self.herdr = herdr
         self.clausona = clausona
         self.start_timeout = start_timeout
@@ -301,7 +304,7 @@ class HerdrAdapter:
         handle = dict(workspace.handle)
         name = handle.get("agent") or agent_name(spec.worker)
         handle["agent"] = name
-        self.fleet.register(
+        self.journal.register(
             spec.worker,
             worktree=workspace.worktree,
             tool=spec.tool,
@@ -389,7 +392,7 @@ class HerdrAdapter:
         self.prompt(_agent(workspace), pointer_line(text_file, kind="follow-up"))
         worker = workspace.handle.get("worker")
         if worker:
-            self.fleet.note_follow_up(worker, file=str(text_file))
+            self.journal.note_follow_up(worker, file=str(text_file))
 
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         old_pane, old_name = _pane(workspace), _agent(workspace)
@@ -413,10 +416,10 @@ class HerdrAdapter:
         name = agent_name(spec.worker, n)
         handle = {**workspace.handle, "pane": pane, "agent": name, "previous_pane": old_pane}
         self._launch(pane, name, workspace, spec)
-        self.fleet.record(
+        self.journal.append(
             spec.worker,
             HandedOver(
-                ts=self.fleet.clock.now(),
+                ts=self.journal.clock.now(),
                 src=self.name,
                 profile=spec.profile,
                 model=spec.model,
@@ -441,7 +444,7 @@ class HerdrAdapter:
         ws = workspace.handle.get("workspace")
         if not ws:
             raise ValueError("this workspace has no herdr workspace id")
-        require_clean_and_pushed(self.runner, workspace.worktree, what=f"herdr workspace {ws}")
+        require_safe(self.runner, workspace.worktree, what=f"herdr workspace {ws}")
         try:
             self._call("worktree", "remove", "--workspace", ws, timeout=120)
         except DirtyWorktree as exc:

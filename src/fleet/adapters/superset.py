@@ -34,7 +34,9 @@ import httpx
 from fleet._clock import Clock
 from fleet._core.events import HandedOver
 from fleet._errors import Refused, SettingsError, ToolError
-from fleet._fleet import Fleet
+from fleet._guards import require_safe
+from fleet._launch import superset_config_args
+from fleet._port import FileJournal, JournalPort
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
     LaunchSpec,
@@ -42,7 +44,6 @@ from fleet.adapters._base import (
     claude_args,
     handle_of,
     pointer_line,
-    require_clean_and_pushed,
     trust_folder,
     write_worktree_note,
 )
@@ -121,10 +122,7 @@ def config_label(spec: LaunchSpec) -> str:
 def config_args(spec: LaunchSpec) -> list[str]:
     """The args a worker config for this spec needs: model and effort live here, because
     Superset ignores a launch's model and effort for custom configs."""
-    extra = claude_args(spec)
-    if spec.tool == "claude" and "--strict-mcp-config" not in extra:
-        extra.append("--strict-mcp-config")
-    return ["run", spec.profile or "", "--", *extra]
+    return superset_config_args(spec.profile, spec.tool, claude_args(spec))
 
 
 def _same_profile(a: str, b: str) -> bool:
@@ -403,7 +401,8 @@ class SupersetAdapter:
     service), ``cli`` or ``host``. ``transport`` replaces httpx's for the host service (tests).
     ``add_missing_configs``: on the host route, add a missing worker config instead of
     reporting it; pass True only after the user agreed to the config it would add.
-    Workers are registered in ``fleet`` (default: a :class:`~fleet.Fleet` on ``home``) with
+    Workers are registered through ``journal`` (default: the
+    :class:`~fleet._port.FileJournal` of ``home``) with
     adapter ``superset`` and handles ``workspace``, ``project``, ``terminal``: before the launch
     (so the agent's first hook event finds its worker), and again with the terminal id while
     no hook event has arrived yet."""
@@ -414,7 +413,7 @@ class SupersetAdapter:
         self,
         *,
         runner: Runner | None = None,
-        fleet: Fleet | None = None,
+        journal: JournalPort | None = None,
         home: str | os.PathLike[str] | None = None,
         clock: Clock | None = None,
         route: Literal["auto", "cli", "host"] = "auto",
@@ -426,7 +425,9 @@ class SupersetAdapter:
     ) -> None:
         self.runner: Runner = runner or SubprocessRunner()
         # every worker is journaled, so fleet's hooks find it by its worktree
-        self.fleet: Fleet = fleet if fleet is not None else Fleet(home, clock=clock)
+        self.journal: JournalPort = journal if journal is not None else FileJournal(
+            home, clock=clock
+        )
         self.superset = superset
         self.clausona = clausona
         self.superset_home = superset_home
@@ -509,7 +510,7 @@ class SupersetAdapter:
         return text.rstrip("\n")
 
     def _journal(self, spec: LaunchSpec, workspace: Workspace, handle: Mapping[str, str]) -> None:
-        self.fleet.register(
+        self.journal.register(
             spec.worker,
             worktree=workspace.worktree,
             tool=spec.tool,
@@ -556,7 +557,7 @@ class SupersetAdapter:
         if not handle["terminal"]:
             raise ToolError(f"Superset started an agent without a terminal id: {result}")
         # The agent's hooks may already have moved the worker on: attach, do not re-register.
-        self.fleet.attach(spec.worker, {"terminal": handle["terminal"]})
+        self.journal.attach(spec.worker, {"terminal": handle["terminal"]})
         return handle
 
     def read(self, workspace: Workspace, *, lines: int = 200) -> str:
@@ -569,7 +570,7 @@ class SupersetAdapter:
         self.backend.send(_workspace_id(workspace), _terminal(workspace), text)
         worker = workspace.handle.get("worker")
         if worker:
-            self.fleet.note_follow_up(worker, file=str(text_file))
+            self.journal.note_follow_up(worker, file=str(text_file))
 
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         config = self.config_for(spec)
@@ -596,10 +597,10 @@ class SupersetAdapter:
         if not terminal:
             raise ToolError(f"Superset handed over without a terminal id: {result}")
         handle = {**workspace.handle, "terminal": terminal, "previous_terminal": old}
-        self.fleet.record(
+        self.journal.append(
             spec.worker,
             HandedOver(
-                ts=self.fleet.clock.now(),
+                ts=self.journal.clock.now(),
                 src=self.name,
                 profile=spec.profile,
                 model=spec.model,
@@ -615,7 +616,7 @@ class SupersetAdapter:
 
     def delete(self, workspace: Workspace) -> None:
         ws_id = _workspace_id(workspace)
-        require_clean_and_pushed(
+        require_safe(
             self.runner, workspace.worktree, what=f"Superset workspace {ws_id}"
         )
         self.backend.delete(ws_id)

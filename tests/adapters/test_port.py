@@ -1,0 +1,119 @@
+"""The journal port: adapters journal through what they are handed, and the file-backed port
+waits on the watcher."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet._clock import Clock
+from fleet._core.events import Event, HookEvent
+from fleet._core.fold import WorkerState
+from fleet._home import journal_path
+from fleet._port import FileJournal, JournalPort
+from fleet.adapters.herdr import HerdrAdapter
+from fleet.testing import MockClock
+from tests.adapters.conftest import CLAUSONA, HERDR, RecordingRunner, Rig, make_rig
+from tests.conftest import Repo
+
+
+class MemoryJournal:
+    """A port that keeps what it is told in memory, and journals nothing."""
+
+    def __init__(self, home: Path) -> None:
+        self._home = home
+        self._clock = MockClock()
+        self.calls: list[tuple[str, str]] = []
+
+    @property
+    def home(self) -> Path:
+        return self._home
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def append(self, worker: str, event: Event) -> None:
+        self.calls.append(("append", worker))
+
+    def register(self, worker: str, **fields: object) -> WorkerState:
+        self.calls.append(("register", worker))
+        return self.state(worker)
+
+    def attach(self, worker: str, handle: dict[str, str]) -> None:
+        self.calls.append(("attach", worker))
+
+    def note_follow_up(
+        self, worker: str, *, text: str | None = None, file: str | None = None
+    ) -> None:
+        self.calls.append(("follow_up", worker))
+
+    def state(self, worker: str) -> WorkerState:
+        return WorkerState(worker=worker, state="working", reason="", since=0.0, seq=0,
+                           mark=f"{worker}@0", needs_attention=False, seen=False, quiet_at=None,
+                           live=None)
+
+    def wait_until(self, worker: str, ready: Callable[[], bool], *, timeout: float) -> bool:
+        return ready()
+
+
+@pytest.fixture
+def herdr(tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    yield from make_rig("herdr", tmp_path, repo, monkeypatch)
+
+
+def test_an_adapter_journals_through_the_port_it_is_handed(
+    herdr: Rig, home: Path, tmp_path: Path
+) -> None:
+    port = MemoryJournal(home)
+    assert isinstance(port, JournalPort)
+    adapter = HerdrAdapter(runner=RecordingRunner(), journal=port, herdr=HERDR,
+                           clausona=CLAUSONA, poll=0.05)
+    ws = adapter.create_workspace("w1", repo=herdr.repo.path, base="main", label="Docs")
+    spec = herdr.spec("w1", herdr.brief("Write the docs.\n"))
+    adapter.start(ws, spec)
+    follow = tmp_path / "follow.md"
+    follow.write_text("And the changelog.\n")
+    adapter.send(ws, follow)
+    assert port.calls == [("register", "w1"), ("follow_up", "w1")]
+    assert not journal_path(home, "w1").exists()
+
+
+def test_the_file_port_waits_for_a_change_without_polling(home: Path, tmp_path: Path) -> None:
+    port = FileJournal(home)
+    port.register("w1", worktree=tmp_path)
+    asked: list[int] = []
+
+    def ready() -> bool:
+        asked.append(1)
+        return port.state("w1").last_event == "Stop"
+
+    def later() -> None:
+        time.sleep(0.3)
+        port.append("w1", HookEvent(ts=time.time(), src="claude", hook="Stop", data={}))
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    try:
+        started = time.monotonic()
+        assert port.wait_until("w1", ready, timeout=10)
+        took = time.monotonic() - started
+    finally:
+        thread.join()
+    assert 0.25 < took < 5
+    # asked once at the start and again on the change, not on a timer
+    assert len(asked) <= 4
+
+
+def test_the_file_port_gives_up_at_its_clocks_deadline(home: Path, tmp_path: Path) -> None:
+    port = FileJournal(home)
+    port.register("w1", worktree=tmp_path)
+    started = time.monotonic()
+    assert not port.wait_until("w1", lambda: False, timeout=0.2)
+    assert time.monotonic() - started < 5
+    assert os.path.isfile(journal_path(home, "w1"))
