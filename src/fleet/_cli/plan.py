@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
@@ -37,8 +38,13 @@ fleet.json. Keys:
   maxUsage     skip profiles whose 5H or 7D usage is at or over this percent (default 90)
   retire       ask (default) or auto
   permissions  {"claude": "acceptEdits", "codex": "on-request", "codexSandbox": "workspace-write"}
-A change keeps every other key, unknown ones too; a file that is not a JSON object is refused
-and left untouched."""
+               claude: default, acceptEdits, plan, auto, dontAsk, bypassPermissions
+               codex: untrusted, on-failure, on-request, never
+               codexSandbox: read-only, workspace-write, danger-full-access
+  hub          where `fleet ship` and `--hub` connect: hub.url, hub.user, ... (see `ship --help`)
+`set` refuses any other key and any value these keys do not take (exit 2), and then writes
+nothing. A change keeps every other key already in the file, unknown ones too; a file that is
+not a JSON object is refused and left untouched."""
 
 PLAN_DESCRIPTION = """\
 Decide which clausona profile runs each task of TASKS.toml, and say why. Nothing is started.
@@ -137,7 +143,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s = ssub.add_parser(
         "set", help="change one key, keeping every other",
         description="Set KEY to VALUE. VALUE is read as JSON when it parses (80, true, "
-        '["claude:work"]), else as text. Known keys are checked before anything is written.',
+        '["claude:work"]), else as text. An unknown KEY or a VALUE the key does not take is '
+        "refused with the known keys or the allowed values (exit 2), and nothing is written.",
     )
     s.add_argument("key", metavar="KEY")
     s.add_argument("value", metavar="VALUE")
@@ -331,7 +338,11 @@ def cmd_settings_get(args: argparse.Namespace) -> int:
 
 
 def cmd_settings_set(args: argparse.Namespace) -> int:
-    value = _settings.check_value(args.key, _parse_value(args.value))
+    try:
+        value = _settings.check_value(args.key, _parse_value(args.value))
+    except SettingsError as exc:  # a key or value fleet does not take: a usage error
+        sys.stderr.write(f"fleet: settings set: {exc}\n")
+        return Exit.USAGE
     path = _settings.set(args.key, value, args.settings)
     if args.json:
         print_json({"file": str(path), "key": args.key, "value": value})
