@@ -414,8 +414,9 @@ def render_plan(p: Plan) -> str:
         lines.extend(f"  - {r}" for r in p.routing)
     lines.append("")
     if not p.complete:
-        lines.append("some tasks have no eligible profile: name one (--assign) or free one up")
-    if p.needs_ok:
+        lines.append("not ready: some tasks have no eligible profile: name one (--assign) or "
+                     "free one up")
+    elif p.needs_ok:
         lines.append("needs your OK before starting: neither the request nor the settings named "
                      "a profile")
     else:
