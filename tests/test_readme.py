@@ -9,9 +9,9 @@ repository). The line before a block may be an HTML comment the test honours:
 - ``<!-- readme-test: session WORKER -->``: first a simulated Claude Code session plays in
   WORKER's worktree through the hook the README installed (it writes a test, commits, pushes
   and ends its turn with ``FLEET_WORKER_DONE``), as a person's real session would.
-- ``<!-- readme-test: fake-account -->``: the block needs an account: it runs with a fake
-  ``clausona`` holding two profiles and fake ``claude``/``codex`` CLIs on PATH that finish each
-  run with ``FLEET_WORKER_DONE``, and a fake ``GLM_KEY``.
+- ``<!-- readme-test: fake-account -->``: the block needs an account: it runs with fake
+  ``claude``/``codex`` CLIs on PATH that finish each run with ``FLEET_WORKER_DONE`` (the last
+  run keeps working for a minute), and a fake ``GLM_KEY``. No clausona is on PATH.
 
 The two commands at the very top (the fresh-machine ones) are run by CI itself, not here.
 """
@@ -31,7 +31,6 @@ from tests.headless.conftest import FakeAgent, _stop_everything
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-FAKE_CLAUSONA = ROOT / "tests" / "fakes" / "clausona"
 MARKER = re.compile(r"<!--\s*readme-test:\s*(.*?)\s*-->")
 KNOWN = ("skip:", "session ", "fake-account")
 
@@ -144,27 +143,7 @@ def _session(worktree: Path, env: dict[str, str]) -> None:
          last_assistant_message="Paths are relative.\n\nFLEET_WORKER_DONE: paths are relative")
 
 
-def _fake_account(tmp_path: Path, env: dict[str, str], agent: FakeAgent) -> dict[str, str]:
-    home = Path(env["HOME"])
-    clausona = agent.bin / "clausona"
-    clausona.write_text(f"#!{sys.executable}\n" + FAKE_CLAUSONA.read_text())
-    clausona.chmod(0o755)
-    profiles = []
-    for name in ("work", "personal"):
-        config = home / f".claude-{name}"
-        config.mkdir(exist_ok=True)
-        profiles.append({
-            "name": f"claude:{name}", "tool": "claude", "kind": "subscription",
-            "email": f"{name}@example.com", "configDir": str(config), "isPrimary": False,
-            "isActive": False,
-            "quota": {"state": "ok", "fetchedAt": None,
-                      "session": {"usedPercent": 10, "resetsAt": None},
-                      "weekly": {"usedPercent": 10, "resetsAt": None}},
-            "today": {}, "week": {}, "month": {}, "total": {},
-        })
-    state = tmp_path / "clausona.json"
-    state.write_text(json.dumps({"profiles": profiles,
-                                 "binaries": {"claude": str(agent.bin / "claude")}}))
+def _fake_account(env: dict[str, str], agent: FakeAgent) -> dict[str, str]:
     # Runs 1-4 (fix-2, docs, paths, the follow-up) finish at once; the hand-over's run (5)
     # is still at work when `fleet stop` comes.
     done = {"result": "Done.\n\nFLEET_WORKER_DONE: done"}
@@ -172,7 +151,6 @@ def _fake_account(tmp_path: Path, env: dict[str, str], agent: FakeAgent) -> dict
     return {
         **env,
         "PATH": f"{agent.bin}{os.pathsep}{env['PATH']}",
-        "CLAUSONA_FAKE": str(state),
         "FAKE_AGENT_DIR": str(agent.dir),
         "GLM_KEY": "sk-fake-glm-0123456789abcdef",
     }
@@ -194,7 +172,7 @@ def test_every_shell_block_runs_as_written(tmp_path: Path) -> None:
                 worker = marker.split(None, 1)[1]
                 _session(work / worker, env)
             elif marker == "fake-account":
-                block_env = _fake_account(tmp_path, env, agent)
+                block_env = _fake_account(env, agent)
             script = f'set -eu\ncd "$(cat "{where}")"\n{code}pwd > "{where}"\n'
             done = subprocess.run(
                 ["bash", "-c", script], check=False, env=block_env, stdin=subprocess.DEVNULL,

@@ -12,7 +12,8 @@ The file is shared with clausona's fleet plugins, so fleet reads and writes it t
 Keys: ``workers`` (the only profiles that may be workers), ``routing`` (the user's rules in
 words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``permissions``
 (``{"claude": mode, "codex": policy, "codexSandbox": sandbox}``), ``hub`` (see
-``fleet ship --help``).
+``fleet ship --help``), ``profiles`` (fleet's own profiles: plain config dirs, see
+:mod:`fleet._profile_store`).
 ``fleet settings set`` refuses any other key, and values these keys do not take.
 
 Where: ``settings_path`` argument, else ``$FLEET_SETTINGS``, else ``~/.clausona/fleet.json``.
@@ -39,7 +40,7 @@ LEGACY_NAME: Final = "superset-fleet.json"
 ENV_VAR: Final = "FLEET_SETTINGS"
 
 #: Keys fleet knows, with the shape `fleet settings set` checks before writing.
-KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions", "hub")
+KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions", "hub", "profiles")
 
 #: The values each ``permissions`` subkey takes: Claude Code's permission modes, Codex's
 #: approval policies and its sandbox modes.
@@ -201,6 +202,10 @@ def check_value(key: str, value: Any) -> Any:
     top = parts[0]
     if top not in KNOWN_KEYS:
         raise _unknown("settings key", top, KNOWN_KEYS)
+    if top == "profiles":
+        from fleet._profile_store import check_profiles_value
+
+        return check_profiles_value(parts[1:], value)
     if len(parts) == 1:
         if top == "workers" and isinstance(value, str):
             value = [w.strip() for w in value.split(",") if w.strip()]
@@ -215,7 +220,7 @@ def check_value(key: str, value: Any) -> Any:
             for sub, item in value.items():
                 _check_permission(sub, item)
         return value
-    if len(parts) > 2 or top not in ("permissions", "hub"):
+    if len(parts) > 2 or top not in ("permissions", "hub", "profiles"):
         raise SettingsError(f"{top} has no subkeys: set {top} itself")
     if top == "permissions":
         if not isinstance(value, str):
