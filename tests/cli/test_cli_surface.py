@@ -328,3 +328,19 @@ def test_a_demo_that_goes_wrong_says_why_in_one_line(
     assert code == Exit.ERROR
     assert err == "fleet: the demo did not run to the end: gave up waiting for cli\n"
     assert (json.loads(out)["problems"] == ["gave up waiting for cli"]) if as_json else out == ""
+
+
+def test_the_distribution_says_what_fleet_is_and_carries_its_license() -> None:
+    import tomllib
+
+    from fleet._cli._common import DISTRIBUTION
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "fleet-agents"
+    assert project["scripts"]["fleet"] == "fleet._cli:main"
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert project["authors"] == [{"name": "fleet developers"}]
+    assert (root / "LICENSE").read_text().startswith("MIT License\n\nCopyright (c) ")
+    readme = (root / "README.md").read_text()
+    assert "pipx install fleet-agents" in readme and "uv tool install fleet-agents" in readme

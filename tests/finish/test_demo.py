@@ -53,7 +53,7 @@ def test_the_demo_runs_from_a_built_wheel(tmp_path: Path) -> None:
          "-w", str(dist), str(ROOT)],
         check=True, capture_output=True, timeout=300,
     )
-    (wheel,) = dist.glob("fleet-*.whl")
+    (wheel,) = dist.glob("fleet_agents-*.whl")
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         assert "fleet/_hook/fleet_hook.py" in zf.namelist()
