@@ -120,7 +120,7 @@ class DemoResult:
     root: str
     kept: bool
     #: The hook command the simulated workers ran (`fleet hooks command --tool claude`).
-    hook: str
+    hook: str = ""
     seconds: float
     report: tuple[ReportLine, ...]
     narration: tuple[str, ...]
