@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import uuid
@@ -38,6 +40,7 @@ from fleet import (
     check_worker,
     format_report,
 )
+from fleet._cli._common import table
 from fleet._hook_command import hook_command
 
 #: How long the whole demo may take before it gives up (it normally takes a few seconds).
@@ -116,36 +119,97 @@ class DemoResult:
     ok: bool
     root: str
     kept: bool
+    #: The hook command the simulated workers ran (`fleet hooks command --tool claude`).
+    hook: str = ""
     seconds: float
     report: tuple[ReportLine, ...]
     narration: tuple[str, ...]
     problems: tuple[str, ...] = ()
 
 
-class Narrator:
-    """Plain lines, each stamped with the seconds since the demo began."""
+#: The demo's lines fit a terminal this wide.
+WIDTH: Final = 100
 
-    def __init__(self, out: TextIO | None, start: float) -> None:
+_COLOURS: Final = {"dim": "2", "bold": "1", "green": "32", "red": "31", "yellow": "33",
+                   "cyan": "36"}
+#: Words the narration colours, each as a whole word: (pattern, colour).
+_PAINT: Final = (
+    (re.compile(r"(?<=s\] )[a-z][a-z0-9._-]*(?=: )"), "cyan"),
+    (re.compile(r"^\[ *[0-9.]+s\]"), "dim"),
+    (re.compile(r"\b(checked|retired)\b"), "green"),
+    (re.compile(r"\b(FAILED|refused)\b"), "red"),
+    (re.compile(r"\b(permission|follow-up)\b"), "yellow"),
+    (re.compile(r"^(fleet demo|Report|Next|Removed|Kept)\b"), "bold"),
+)
+
+
+def use_colour(out: TextIO | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or
+    TERM=dumb."""
+    env = os.environ if environ is None else environ
+    if out is None or env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    isatty = getattr(out, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def fit(line: str, width: int = WIDTH) -> list[str]:
+    """``line`` wrapped to ``width`` columns, continued under its own indent (plus two)."""
+    if len(line) <= width:
+        return [line]
+    indent = len(line) - len(line.lstrip(" "))
+    stamp = re.match(r"\[ *[0-9.]+s\] ", line)
+    if stamp:
+        indent = len(stamp.group(0))
+    return textwrap.wrap(line, width=width, subsequent_indent=" " * (indent + 2),
+                         break_on_hyphens=False) or [line[:width]]
+
+
+class Narrator:
+    """Lines of at most :data:`WIDTH` columns, each event stamped with the seconds since the
+    demo began, in colour on a terminal."""
+
+    def __init__(self, out: TextIO | None, start: float, *, colour: bool = False) -> None:
         self.out = out
         self.start = start
+        self.colour = colour
         self.lines: list[str] = []
         self.lock = threading.Lock()
 
-    def say(self, text: str, *detail: str) -> None:
-        stamp = f"[{time.monotonic() - self.start:5.1f}s]"
-        lines = [f"{stamp} {text}", *(f"{' ' * len(stamp)}   {d}" for d in detail)]
+    def paint(self, line: str) -> str:
+        if not self.colour:
+            return line
+        for pattern, colour in _PAINT:
+            line = pattern.sub(f"\x1b[{_COLOURS[colour]}m\\g<0>\x1b[0m", line)
+        return line
+
+    def _write(self, lines: list[str]) -> None:
+        fitted = [piece for line in lines for piece in fit(line)]
         with self.lock:
-            self.lines.extend(lines)
+            self.lines.extend(fitted)
             if self.out is not None:
-                self.out.write("\n".join(lines) + "\n")
+                self.out.write("".join(self.paint(ln) + "\n" for ln in fitted))
                 self.out.flush()
 
+    def say(self, text: str, *detail: str) -> None:
+        stamp = f"[{time.monotonic() - self.start:5.1f}s]"
+        self._write([f"{stamp} {text}", *(f"{' ' * len(stamp)}   {d}" for d in detail)])
+
     def plain(self, text: str = "") -> None:
-        with self.lock:
-            self.lines.append(text)
-            if self.out is not None:
-                self.out.write(text + "\n")
-                self.out.flush()
+        self._write(text.split("\n"))
+
+
+def _report_table(lines: list[ReportLine]) -> str:
+    """The report, narrow enough for the demo: no workspace (it is gone) and no snapshot
+    (each retire said it)."""
+    rows = []
+    for line in lines:
+        why = re.sub(r";? ?snapshot refs/\S+", "", line.why).strip("; ")
+        rows.append([line.worker, line.profile or "-", line.verdict, line.outcome, why])
+    return table(rows, ["worker", "profile", "verdict", "outcome", "why"])
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -380,16 +444,22 @@ def run_demo(
 ) -> DemoResult:
     """Run the whole demo; returns its report. ``out`` (default stdout) gets the narration."""
     start = time.monotonic()
-    say = Narrator((out or sys.stdout) if narrate else None, start)
+    stream = (out or sys.stdout) if narrate else None
+    say = Narrator(stream, start, colour=use_colour(stream))
     root = Path(tempfile.mkdtemp(prefix="fleet-demo-"))
     pace = 0.0 if fast else 0.15
     stop = threading.Event()
     sims: dict[str, SimulatedWorker] = {}
+    hook = ""
     problems: list[str] = []
     lines: list[ReportLine] = []
     try:
         say.plain("fleet demo: three simulated Claude Code workers (no model runs, no network).")
-        say.plain(f"Working in {root}.")
+        if keep:
+            say.plain(f"Working in {root} (kept at the end: --keep).")
+        else:
+            say.plain(f"Working in {root}: everything there is removed at the end "
+                      "(--keep keeps it).")
         say.plain()
         repo, _ = make_repo(root)
         home = root / "fleet-home"
@@ -417,15 +487,18 @@ def run_demo(
                 sims[p.task.name] = SimulatedWorker(
                     worker=p, worktree=worktree, hook=hook, home=home, pace=pace, stop=stop
                 )
-            say.say("Started the workers, each in its own worktree and branch; their hooks "
-                    "run the real hook program:", hook)
+            say.say("Started the workers, each in its own worktree and branch; every step "
+                    "they take goes through fleet's real hook program, as `fleet hooks "
+                    "install` sets it up for Claude Code.")
             for sim in sims.values():
                 sim.start()
             coordinate(fleet, sims, say, problems, start)
             lines = build_report(fleet)
         say.plain()
         say.plain("Report:")
-        say.plain(format_report(lines))
+        say.plain(_report_table(lines))
+        say.plain()
+        say.plain(format_report(lines).splitlines()[-1])
     except Exception as exc:
         problems.append(f"{type(exc).__name__}: {exc}")
         say.plain(f"demo failed: {exc}")
@@ -436,14 +509,22 @@ def run_demo(
             if sim.error is not None:
                 problems.append(f"worker {sim.task.name}: {sim.error}")
         if keep:
-            say.plain(f"\nKept {root} (look around: `fleet --home {root / 'fleet-home'} status`).")
+            say.plain()
+            say.plain(f"Kept {root}: the repository, its origin, the worktrees and the fleet "
+                      f"home. Look around: fleet --home {root / 'fleet-home'} status")
         else:
             shutil.rmtree(root, ignore_errors=True)
+            say.plain()
+            say.plain(f"Removed {root}: the repository, its origin, the worktrees and the fleet "
+                      "home were the demo's own (--keep keeps them).")
+        say.plain("Next: your own agents. Install fleet's hook (fleet hooks install --config-dir "
+                  "~/.claude), add a profile (fleet profiles add NAME --config-dir DIR), and "
+                  "follow the README's quick start.")
     ok = not problems and len(lines) == len(TASKS) and all(
         line.outcome == "retired" for line in lines
     )
     return DemoResult(
-        ok=ok, root=str(root), kept=keep, seconds=round(time.monotonic() - start, 2),
+        ok=ok, root=str(root), kept=keep, hook=hook, seconds=round(time.monotonic() - start, 2),
         report=tuple(lines), narration=tuple(say.lines), problems=tuple(problems),
     )
 

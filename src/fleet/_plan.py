@@ -23,6 +23,7 @@ Unknown keys are refused, so a typo never silently changes a plan.
 from __future__ import annotations
 
 import os
+import re
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -196,7 +197,7 @@ def plan_tasks(
     if settings is None:
         settings = load_settings(settings_path)
     tool = coordinator_tool or detect_coordinator_tool(env)
-    return plan(
+    result = plan(
         tasks,
         profiles,
         settings=settings,
@@ -205,6 +206,26 @@ def plan_tasks(
         choices=choices,
         now=time.time() if now is None else now,
     )
+    return _unknown_quota_said(result, profiles)
+
+
+def _unknown_quota_said(result: Plan, profiles: Sequence[Profile]) -> Plan:
+    """Rows on one of fleet's own profiles say that its quota is unknown (routing counts it
+    as room) and launch through ``fleet-profile-run``."""
+    from fleet._profile_store import LAUNCHER, quota_unknown
+
+    unknown = {p.name for p in profiles if quota_unknown(p)}
+    if not unknown:
+        return result
+    rows = []
+    for r in result.rows:
+        if r.profile in unknown:
+            reason = re.sub(r"\b\d+% headroom", "quota unknown", r.reason)
+            launch = (LAUNCHER, *r.launch[1:]) if r.launch[:1] == ("clausona",) else r.launch
+            rows.append(attrs.evolve(r, reason=reason, launch=launch))
+        else:
+            rows.append(r)
+    return attrs.evolve(result, rows=tuple(rows))
 
 
 def plan_json(p: Plan) -> dict[str, Any]:

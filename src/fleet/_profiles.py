@@ -1,8 +1,10 @@
-"""Reading clausona profiles: from ``clausona list --json``, or from a JSON snapshot file of the
-same output (for tests, and for people who keep one).
+"""Where profiles come from: fleet's own (the ``profiles`` key of its settings, see
+:mod:`fleet._profile_store`), and clausona's, from ``clausona list --json`` or from a JSON
+snapshot file of the same output (for tests, and for people who keep one).
 
 ``$FLEET_CLAUSONA`` names the clausona binary (default ``clausona`` on PATH); ``$FLEET_PROFILES``
-names a snapshot file to read instead of running it.
+names a snapshot file to read instead of running it. clausona is optional: without it, fleet's
+own profiles are the only ones.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final
@@ -20,7 +23,6 @@ from fleet._files import decode_utf8, read_input
 from fleet._home import expand
 from fleet._runner import Runner, SubprocessRunner
 
-CLAUSONA_ENV: Final = "FLEET_CLAUSONA"
 PROFILES_ENV: Final = "FLEET_PROFILES"
 COORDINATOR_DIRS: Final = {
     "claude": ("CLAUDE_CONFIG_DIR", ".claude"),
@@ -28,9 +30,20 @@ COORDINATOR_DIRS: Final = {
 }
 
 
+NO_PROFILES_HELP: Final = (
+    "add one with `fleet profiles add NAME --config-dir DIR` (a Claude Code config dir or "
+    "Codex home), or install clausona and add it there (`clausona add NAME`)"
+)
+
+
 def clausona_binary(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return env.get(CLAUSONA_ENV) or "clausona"
+    """The program that runs ``run PROFILE -- ARGS``: ``fleet-profile-run`` when fleet has
+    profiles of its own (it hands every other profile to clausona), else clausona itself."""
+    from fleet._profile_store import entries, launcher_path, real_clausona
+
+    if entries():
+        return launcher_path()
+    return real_clausona(env)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -68,13 +81,32 @@ def load_profiles(
     runner: Runner | None = None,
     source: str | os.PathLike[str] | None = None,
     binary: str | None = None,
+    settings_path: str | os.PathLike[str] | None = None,
 ) -> list[Profile]:
-    """Every clausona profile with its last quota reading.
+    """Every profile: fleet's own (from its settings), then clausona's with their last quota
+    reading (a clausona profile of the same name as one of fleet's is left out).
 
-    From ``source`` (a file holding ``clausona list --json`` output) when given or when
-    ``$FLEET_PROFILES`` is set; otherwise by running ``clausona list --json`` through
-    ``runner``. A missing clausona, an error from it or output that is not its profile list
-    is a ToolError; a snapshot file that cannot be read is a SettingsError."""
+    clausona's come from ``source`` (a file holding ``clausona list --json`` output) when given
+    or when ``$FLEET_PROFILES`` is set; otherwise from running ``clausona list --json`` through
+    ``runner``, when clausona is installed (or ``binary`` is given). A missing clausona is fine
+    when fleet has profiles of its own; with none at all it is a ToolError saying how to add
+    one. An error from clausona or output that is not its profile list is a ToolError; a
+    snapshot file that cannot be read is a SettingsError."""
+    from fleet._profile_store import own_profiles
+
+    own = own_profiles(settings_path)
+    theirs = _clausona_profiles(runner=runner, source=source, binary=binary, need=not own)
+    names = {p.name.lower() for p in own}
+    return own + [p for p in theirs if p.name.lower() not in names]
+
+
+def _clausona_profiles(
+    *,
+    runner: Runner | None,
+    source: str | os.PathLike[str] | None,
+    binary: str | None,
+    need: bool,
+) -> list[Profile]:
     if source is None and os.environ.get(PROFILES_ENV):
         source = os.environ[PROFILES_ENV]
     if source is not None:
@@ -89,8 +121,15 @@ def load_profiles(
             return parse_list_output(text, str(path))
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
+    from fleet._profile_store import real_clausona
+
+    program = binary or real_clausona()
+    if runner is None and binary is None and shutil.which(program) is None:
+        if not need:
+            return []
+        raise ToolError(f"no profiles: {NO_PROFILES_HELP}; {program} is not installed")
     runner = runner or SubprocessRunner()
-    argv = [binary or clausona_binary(), "list", "--json"]
+    argv = [program, "list", "--json"]
     done = runner.run(argv, timeout=120.0)
     if done.returncode != 0:
         detail = _error_line(done.stderr, done.stdout) or "no message"
@@ -103,8 +142,12 @@ def load_profiles(
 
 def find_profile(name: str, profiles: Iterable[Profile]) -> Profile:
     """The profile called ``name`` (``tool:name`` or a unique bare name, any case)."""
-    found = resolve(name, profiles)
+    pool = list(profiles)
+    found = resolve(name, pool)
     if isinstance(found, str):
+        if found.startswith("no profile"):
+            have = ", ".join(p.name for p in pool) or "none"
+            raise SettingsError(f"no profile {name!r} (there are: {have}): {NO_PROFILES_HELP}")
         raise SettingsError(found)
     return found
 

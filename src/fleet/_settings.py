@@ -11,7 +11,10 @@ The file is shared with clausona's fleet plugins, so fleet reads and writes it t
 
 Keys: ``workers`` (the only profiles that may be workers), ``routing`` (the user's rules in
 words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``permissions``
-(``{"claude": mode, "codex": policy, "codexSandbox": sandbox}``).
+(``{"claude": mode, "codex": policy, "codexSandbox": sandbox}``), ``hub`` (see
+``fleet ship --help``), ``profiles`` (fleet's own profiles: plain config dirs, see
+:mod:`fleet._profile_store`).
+``fleet settings set`` refuses any other key, and values these keys do not take.
 
 Where: ``settings_path`` argument, else ``$FLEET_SETTINGS``, else ``~/.clausona/fleet.json``.
 """
@@ -19,6 +22,7 @@ Where: ``settings_path`` argument, else ``$FLEET_SETTINGS``, else ``~/.clausona/
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import json
 import os
@@ -36,7 +40,22 @@ LEGACY_NAME: Final = "superset-fleet.json"
 ENV_VAR: Final = "FLEET_SETTINGS"
 
 #: Keys fleet knows, with the shape `fleet settings set` checks before writing.
-KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions")
+KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions", "hub", "profiles")
+
+#: The values each ``permissions`` subkey takes: Claude Code's permission modes, Codex's
+#: approval policies and its sandbox modes.
+PERMISSION_VALUES: Final[dict[str, tuple[str, ...]]] = {
+    "claude": ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"),
+    "codex": ("untrusted", "on-failure", "on-request", "never"),
+    "codexSandbox": ("read-only", "workspace-write", "danger-full-access"),
+}
+
+#: The subkeys of ``hub`` (see ``fleet ship --help``): text, except these.
+HUB_KEYS: Final = (
+    "url", "user", "passwordFrom", "tokenFrom", "nkey", "creds", "tlsCa", "tlsCert", "tlsKey",
+    "host", "coordinator", "offlineAfter", "heartbeat", "view",
+)
+_HUB_NUMBERS: Final = ("offlineAfter", "heartbeat")
 
 _MISSING: Final = object()
 
@@ -137,16 +156,78 @@ def get(key: str, path: str | os.PathLike[str] | None = None, default: Any = Non
     return node
 
 
+def _unknown(what: str, name: str, known: tuple[str, ...]) -> SettingsError:
+    close = difflib.get_close_matches(name, known, n=1) or [
+        k for k in known if k.lower() == name.lower()
+    ]
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return SettingsError(f"unknown {what} {name!r}{hint}: known ones are {', '.join(known)}")
+
+
+def _check_permission(sub: str, value: Any) -> None:
+    if sub not in PERMISSION_VALUES:
+        raise _unknown("settings key", f"permissions.{sub}", tuple(
+            f"permissions.{k}" for k in PERMISSION_VALUES
+        ))
+    allowed = PERMISSION_VALUES[sub]
+    if value not in allowed:
+        raise SettingsError(
+            f"permissions.{sub} cannot be {_show(value)}: use one of {', '.join(allowed)}"
+        )
+
+
+def _check_hub(sub: str, value: Any) -> None:
+    if sub not in HUB_KEYS:
+        raise _unknown("settings key", f"hub.{sub}", tuple(f"hub.{k}" for k in HUB_KEYS))
+    if sub == "view":
+        if not isinstance(value, bool):
+            raise SettingsError("hub.view must be true or false")
+    elif sub in _HUB_NUMBERS:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise SettingsError(f"hub.{sub} must be a number of seconds above 0")
+    elif not isinstance(value, str) or not value:
+        raise SettingsError(f"hub.{sub} must be text")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_value(key: str, value: Any) -> Any:
-    """``value`` as it will be stored under ``key``, or SettingsError when a known key would
-    get a value of the wrong shape. ``workers`` also takes comma-separated text."""
-    top = _split(key)[0]
-    if top == "workers" and len(_split(key)) == 1 and isinstance(value, str):
-        value = [w.strip() for w in value.split(",") if w.strip()]
-    if top in KNOWN_KEYS and len(_split(key)) == 1:
+    """``value`` as it will be stored under ``key``, or SettingsError when the key is not one
+    fleet knows or the value is not one it takes. ``workers`` also takes comma-separated
+    text."""
+    parts = _split(key)
+    top = parts[0]
+    if top not in KNOWN_KEYS:
+        raise _unknown("settings key", top, KNOWN_KEYS)
+    if top == "profiles":
+        from fleet._profile_store import check_profiles_value
+
+        return check_profiles_value(parts[1:], value)
+    if len(parts) == 1:
+        if top == "workers" and isinstance(value, str):
+            value = [w.strip() for w in value.split(",") if w.strip()]
+        if top == "hub":
+            if not isinstance(value, dict):
+                raise SettingsError("hub must be an object (url, user, ...)")
+            for sub, item in value.items():
+                _check_hub(str(sub), item)
+            return value
         Settings.from_mapping({top: value})
-    elif top == "permissions" and not isinstance(value, str):
-        raise SettingsError(f"{key} must be text")
+        if top == "permissions":
+            for sub, item in value.items():
+                _check_permission(sub, item)
+        return value
+    if len(parts) > 2 or top not in ("permissions", "hub", "profiles"):
+        raise SettingsError(f"{top} has no subkeys: set {top} itself")
+    if top == "permissions":
+        if not isinstance(value, str):
+            raise SettingsError(f"{key} must be text")
+        _check_permission(parts[1], value)
+    else:
+        _check_hub(parts[1], value)
     return value
 
 

@@ -37,7 +37,10 @@ def _walk(
 EVERY = _walk(build_parser())
 #: Command groups only dispatch to their subcommands (each of which has --json); alone they
 #: print their own help and exit 2, so there is nothing for --json to shape.
-GROUPS = {path for path, parser in EVERY if _subcommands(parser)}
+#: Commands that do something alone and have subcommands too: `fleet profiles` lists the
+#: profiles, `fleet profiles add` adds one. They are leaves as well as groups of leaves.
+RUN_ALONE = {("profiles",)}
+GROUPS = {path for path, parser in EVERY if _subcommands(parser)} - RUN_ALONE
 #: Commands that print nothing a --json switch could shape (`mcp serve` speaks MCP on stdout).
 NEVER_PRINT: dict[tuple[str, ...], str] = {
     ("mcp", "serve"): "speaks MCP on stdout, and nothing else",
@@ -60,6 +63,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_the_walk_covers_every_command() -> None:
     assert {path[0] for path, _ in EVERY} == set(COMMANDS)
     assert {("hooks",), ("mcp",), ("settings",), ("superset",), ("workspace",)} == GROUPS
+    assert all(_subcommands(parser) for path, parser in EVERY if path in RUN_ALONE)
     assert len(EVERY) > len(COMMANDS)  # subcommands were found too
 
 
@@ -327,3 +331,19 @@ def test_a_demo_that_goes_wrong_says_why_in_one_line(
     assert code == Exit.ERROR
     assert err == "fleet: the demo did not run to the end: gave up waiting for cli\n"
     assert (json.loads(out)["problems"] == ["gave up waiting for cli"]) if as_json else out == ""
+
+
+def test_the_distribution_says_what_fleet_is_and_carries_its_license() -> None:
+    import tomllib
+
+    from fleet._cli._common import DISTRIBUTION
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "fleet-agents"
+    assert project["scripts"]["fleet"] == "fleet._cli:main"
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert project["authors"] == [{"name": "fleet developers"}]
+    assert (root / "LICENSE").read_text().startswith("MIT License\n\nCopyright (c) ")
+    readme = (root / "README.md").read_text()
+    assert "pipx install fleet-agents" in readme and "uv tool install fleet-agents" in readme

@@ -32,12 +32,13 @@ import pytest
 
 from fleet import Fleet, HookEvent
 from fleet._cli import build_parser, main
-from tests.cli.test_cli_surface import _subcommands, _walk
+from tests.cli.test_cli_surface import RUN_ALONE, _subcommands, _walk
 
 DOCUMENTED_EXITS = {0, 1, 2, 3, 4}
 #: Commands never run with benign arguments only (they would do real, slow work); every case
 #: below changes one argument to something hostile.
-LEAVES = [(path, p) for path, p in _walk(build_parser()) if not _subcommands(p)]
+LEAVES = [(path, p) for path, p in _walk(build_parser())
+          if not _subcommands(p) or path in RUN_ALONE]
 
 # -- the corpus --------------------------------------------------------------------------------
 

@@ -177,3 +177,22 @@ def test_hand_over_from_a_profile_to_an_endpoint(
     assert second["env"]["CLAUDE_CONFIG_DIR"] == str(home / "workers" / "h-2" / "config")
     assert set(second["key_sha"]) == {"ANTHROPIC_AUTH_TOKEN"}
     assert (home / "workers" / "h-2" / "config" / "settings.json").is_file()
+
+
+def test_a_worker_on_a_profile_of_fleets_own_runs_without_clausona(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fleet import _profile_store
+
+    monkeypatch.setenv("FLEET_SETTINGS", str(tmp_path / "fleet.json"))
+    monkeypatch.setenv("FLEET_CLAUSONA", str(tmp_path / "no-clausona"))
+    monkeypatch.setenv("FLEET_CLAUDE", str(fake.bin / "claude"))
+    _profile_store.add("work", config_dir=str(tmp_path / "claude-work"), model="opus")
+    fake.plan([{"result": "FLEET_WORKER_DONE: a"}])
+    task = tmp_path / "t.md"
+    task.write_text("work\n")
+    start_worker("own", task=task, repo=repo.path, profile="work", options=fake.options())
+    wait_for(lambda: Fleet(home).state("own").state == "done", what="own done")
+    (call,) = fake.calls()
+    assert call["argv"][0] == str(fake.bin / "claude") and call["argv"][1] == "-p"
+    assert call["env"]["CLAUDE_CONFIG_DIR"] == str(tmp_path / "claude-work")

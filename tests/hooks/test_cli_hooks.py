@@ -188,3 +188,30 @@ def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
         main(["hooks", "install", "--help"])
     out = capsys.readouterr().out
     assert "--codex-home" in out and "--all-profiles" in out and "fleet-backup" in out
+
+
+def test_status_without_a_target_checks_the_default_config_dirs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    code, out, err = run(capsys, "hooks", "status")
+    assert (code, out) == (1, "")
+    assert "no Claude Code config dir" in err and str(tmp_path / ".claude") in err
+    assert "name a target with --config-dir DIR" in err and err.count("\n") == 1
+    run(capsys, "hooks", "install", "--config-dir", str(tmp_path / ".claude"))
+    code, statuses = run_json(capsys, "hooks", "status")
+    assert code == 0 and [s["target"] for s in statuses] == [f"claude:{tmp_path}/.claude"]
+    assert statuses[0]["will_run"]
+    run(capsys, "hooks", "install", "--codex-home", str(tmp_path / ".codex"))
+    code, out, _ = run(capsys, "hooks", "status")
+    assert code == 0 and str(tmp_path / ".codex") in out and "NO" not in out
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(other))
+    code, statuses = run_json(capsys, "hooks", "status")
+    assert code == 1 and [s["target"] for s in statuses] == [
+        f"claude:{other}", f"codex:{tmp_path}/.codex"
+    ]
+    assert [s["will_run"] for s in statuses] == [False, True]

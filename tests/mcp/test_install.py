@@ -138,7 +138,7 @@ def test_serve_without_the_sdk_says_how_to_install_it(
     code, out, err = run(capsys, "mcp", "serve")
     assert (code, out) == (Exit.ERROR, "")
     assert err == f"fleet: {fleet._mcp.SDK_MISSING}\n"
-    assert "pip install 'fleet[mcp]'" in err
+    assert "pip install 'fleet-agents[mcp]'" in err
 
 
 def test_import_fleet_does_not_import_the_sdk() -> None:

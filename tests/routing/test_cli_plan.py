@@ -112,7 +112,10 @@ def test_plan_table_shows_rules_warnings_and_the_ok(
         "no eligible profile (claude:side: 5H usage 60% >= maxUsage 50% "
         "| 5 other profiles: not among the profiles named)"
     ) in out
-    assert "some tasks have no eligible profile" in out
+    assert out.rstrip().splitlines()[-1] == (
+        "not ready: some tasks have no eligible profile: name one (--assign) or free one up"
+    )
+    assert "ready to start" not in out.replace("not ready", "") and "needs your OK" not in out
 
 
 def test_plan_use_replaces_workers_and_start_skips_the_ok(

@@ -201,8 +201,10 @@ def test_malformed_clausona_output_is_one_line(fake_clausona: Path) -> None:
 def test_a_missing_clausona_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FLEET_CLAUSONA", str(tmp_path / "no-such-clausona"))
     monkeypatch.delenv("FLEET_PROFILES", raising=False)
-    with pytest.raises(ToolError, match="not found: is it installed and on PATH"):
+    with pytest.raises(ToolError) as err:
         load_profiles()
+    assert "\n" not in str(err.value) and "no-such-clausona is not installed" in str(err.value)
+    assert "fleet profiles add NAME --config-dir DIR" in str(err.value)
 
 
 def test_load_through_a_mock_runner() -> None:

@@ -49,8 +49,11 @@ def test_nested_keys_and_unset(path: Path) -> None:
     _settings.unset("permissions.codex", path)
     _settings.unset("absent", path)
     assert json.loads(path.read_text()) == {"permissions": {"claude": "acceptEdits"}, "other": 1}
-    with pytest.raises(SettingsError, match="other is not an object"):
+    with pytest.raises(SettingsError, match="unknown settings key 'other'"):
         _settings.set("other.x", "y", path)
+    write(path, {"hub": "nats://x"})
+    with pytest.raises(SettingsError, match="hub is not an object"):
+        _settings.set("hub.url", "nats://y", path)
 
 
 @pytest.mark.parametrize(
@@ -90,6 +93,23 @@ def test_a_malformed_file_is_refused_and_left_byte_for_byte(path: Path, text: st
         ("routing", 3, "routing must be text"),
         ("permissions", ["x"], "permissions must be an object"),
         ("permissions.claude", 3, "must be text"),
+        ("permissions.claude", "bogus", "permissions.claude cannot be 'bogus': use one of "
+         "default, acceptEdits, plan"),
+        ("permissions.codex", "sometimes", "use one of untrusted, on-failure, on-request, never"),
+        ("permissions.codexSandbox", "all", "use one of read-only, workspace-write"),
+        ("permissions", {"claude": "bogus"}, "permissions.claude cannot be"),
+        ("permissions.other", "x", "unknown settings key 'permissions.other'"),
+        ("maxusage", 50, "unknown settings key 'maxusage' \\(did you mean maxUsage\\?\\): "
+         "known ones are workers, routing, maxUsage, retire, permissions, hub, profiles"),
+        ("bogus", 1, "unknown settings key 'bogus': known ones are workers"),
+        ("workers.x", 1, "workers has no subkeys"),
+        ("permissions.claude.x", "plan", "permissions has no subkeys"),
+        ("hub.url", 3, "hub.url must be text"),
+        ("hub.view", "yes", "hub.view must be true or false"),
+        ("hub.heartbeat", 0, "hub.heartbeat must be a number of seconds"),
+        ("hub.port", 4222, "unknown settings key 'hub.port'"),
+        ("hub", "nats://x", "hub must be an object"),
+        ("hub", {"url": 1}, "hub.url must be text"),
         ("", 1, "invalid settings key"),
         ("a..b", 1, "invalid settings key"),
     ],
@@ -174,15 +194,18 @@ def test_writes_keep_the_mode_and_follow_a_symlink(path: Path, tmp_path: Path) -
 def test_concurrent_sets_lose_no_key(path: Path) -> None:
     write(path, {})
 
-    def worker(i: int) -> None:
-        _settings.set(f"k{i}", i, path)
+    keys = [k for k in _settings.HUB_KEYS if k not in ("view", "offlineAfter", "heartbeat")]
+    assert len(keys) >= 10
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    def worker(key: str) -> None:
+        _settings.set(f"hub.{key}", f"v-{key}", path)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in keys]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert json.loads(path.read_text()) == {f"k{i}": i for i in range(12)}
+    assert json.loads(path.read_text()) == {"hub": {k: f"v-{k}" for k in keys}}
 
 
 def test_known_keys_with_wrong_shapes_are_refused_when_loading(path: Path) -> None:
@@ -247,4 +270,43 @@ def test_cli_refuses_a_malformed_file_in_one_line(
     assert err.startswith("fleet: ") and err.count("\n") == 1 and "not valid JSON" in err
     assert path.read_text() == "{nope"
     code, _, err = run(capsys, "settings", "--settings", str(path), "set", "retire", "never")
-    assert code == 1 and "retire must be ask or auto" in err
+    assert code == 2 and "retire must be ask or auto" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["maxusage", "50"], "unknown settings key 'maxusage' (did you mean maxUsage?): known "
+         "ones are workers, routing, maxUsage, retire, permissions, hub, profiles"),
+        (["permissions.claude", "bogus"], "permissions.claude cannot be 'bogus': use one of "
+         "default, acceptEdits, plan, auto, dontAsk, bypassPermissions"),
+        (["maxUsage", "150"], "maxUsage must be a number above 0 and at most 100"),
+    ],
+)
+@pytest.mark.parametrize("existing", [True, False])
+def test_cli_refuses_unknown_keys_and_bad_values_as_usage_writing_nothing(
+    path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str,
+    existing: bool,
+) -> None:
+    if existing:
+        write(path, {"maxUsage": 90, "custom": 1})
+    before = path.read_bytes() if existing else None
+    code, out, err = run(capsys, "settings", "--settings", str(path), "set", *argv)
+    assert (code, out) == (2, "")
+    assert err == f"fleet: settings set: {message}\n"
+    if existing:
+        assert path.read_bytes() == before
+    else:
+        assert not path.exists()
+    assert sorted(os.listdir(path.parent)) == (["fleet.json"] if existing else [])
+
+
+def test_cli_accepts_every_allowed_permission_value(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for sub, values in _settings.PERMISSION_VALUES.items():
+        for value in values:
+            code, _, err = run(capsys, "settings", "--settings", str(path), "set",
+                               f"permissions.{sub}", value)
+            assert (code, err) == (0, "")
+            assert json.loads(path.read_text())["permissions"][sub] == value

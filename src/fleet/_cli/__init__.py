@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from fleet._cli._common import EXIT_CODES_HELP, Exit
+from fleet._cli._common import DISTRIBUTION, EXIT_CODES_HELP, Exit
 from fleet._errors import FleetError, one_line
 
 #: Command modules, in the order their commands appear in ``fleet --help``.
@@ -143,7 +143,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("fleet")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown"
 

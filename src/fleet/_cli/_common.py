@@ -12,6 +12,10 @@ from typing import Any, Final
 import attrs
 import orjson
 
+#: The name fleet is published and installed under (`pip install fleet-agents`); the import
+#: name and the command are `fleet`.
+DISTRIBUTION: Final = "fleet-agents"
+
 
 class Exit(enum.IntEnum):
     """fleet's exit codes. Documented in ``fleet --help``."""

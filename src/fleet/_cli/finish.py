@@ -135,9 +135,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "payloads shaped like Claude Code's: they edit, commit and push; one asks for a "
         "permission; one claims done without pushing. The coordinator loop then waits, "
         "follows up, checks, retires and reports with fleet's own API. The workers are "
-        "simulated: no model runs.",
+        "simulated: no model runs. It says where it works, and removes that directory at the "
+        "end. Lines fit 100 columns; colour on a terminal only (never with NO_COLOR).",
     )
-    p.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary directory (repository, origin, worktrees, fleet "
+                   "home) to look around in")
     p.add_argument("--fast", action="store_true", help="no pauses between steps")
     add_json(p)
     add_examples(

@@ -102,15 +102,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="is fleet's hook installed, and will it run?",
         description="For each target: the events fleet's hook is installed for, whether the "
         "installed command is the current one, and whether it will run (its interpreter and "
-        "program exist; for Codex, a trust entry with a matching hash). Exits 1 when a hook "
-        "would not run.",
-        epilog=TARGETS_HELP,
+        "program exist; for Codex, a trust entry with a matching hash). With no target: the "
+        "default Claude Code config dir ($CLAUDE_CONFIG_DIR, else ~/.claude) and Codex home "
+        "($CODEX_HOME, else ~/.codex), those that exist. Exits 0 when every hook will run, 1 "
+        "when one would not or there is nothing to check.",
+        epilog=TARGETS_HELP.replace("at least one; each", "none: the defaults; each"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_targets(p)
     add_json(p)
     add_examples(
         p,
+        "fleet hooks status                       # ~/.claude and ~/.codex",
         "fleet hooks status --all-profiles --json",
     )
     p.set_defaults(run=cmd_status)
@@ -285,8 +288,33 @@ def _print_changes(args: argparse.Namespace, changes: list[_hook_install.Change]
     return Exit.OK
 
 
+def default_targets() -> list[_hook_install.Target]:
+    """The config dirs an agent uses when told none: $CLAUDE_CONFIG_DIR or ~/.claude,
+    $CODEX_HOME or ~/.codex; those that exist."""
+    from fleet._profiles import coordinator_dir
+
+    targets = []
+    claude, codex = coordinator_dir("claude"), coordinator_dir("codex")
+    if claude.is_dir():
+        targets.append(_hook_install.claude_target(claude))
+    if codex.is_dir():
+        targets.append(_hook_install.codex_target(codex))
+    return targets
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    targets = _with_claude_version(args, resolve_targets(args))
+    targets = resolve_targets(args, required=False)
+    if not targets:
+        from fleet._profiles import coordinator_dir
+
+        targets = default_targets()
+        if not targets:
+            raise SettingsError(
+                f"no Claude Code config dir ({coordinator_dir('claude')}) or Codex home "
+                f"({coordinator_dir('codex')}) here: name a target with --config-dir DIR, "
+                "--codex-home DIR, --profile NAME or --all-profiles"
+            )
+    targets = _with_claude_version(args, targets)
     codex = _codex_bin(args, targets)
     statuses = [_hook_install.status(t, home=args.home, codex=codex) for t in targets]
     if args.json:

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from fleet._cli._common import Exit, add_examples, add_json, print_json, seconds
+from fleet._cli._common import DISTRIBUTION, Exit, add_examples, add_json, print_json, seconds
 from fleet._errors import SettingsError
 from fleet._keys import KEY_SOURCE_HELP
 
@@ -31,7 +31,7 @@ client is Claude Code). Claude Code shows them in an interactive session started
 where Anthropic's channel feature is on for the account; otherwise it drops them. Calling wait
 works with every client.
 
-Needs the MCP SDK: pip install 'fleet[mcp]'.
+Needs the MCP SDK: pip install 'fleet-agents[mcp]'.
 """
 
 INSTALL_HELP = """\
@@ -238,7 +238,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("fleet")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return ""
 
@@ -280,7 +280,7 @@ def cmd_install(args: argparse.Namespace) -> int:
                 print(f"  backup: {change.backup}")
     if not sdk_available():
         sys.stderr.write("fleet: warning: the MCP SDK is not installed here, so the server "
-                         "will not start: pip install 'fleet[mcp]'\n")
+                         "will not start: pip install 'fleet-agents[mcp]'\n")
     return Exit.OK
 
 

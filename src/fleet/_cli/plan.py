@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from fleet import _settings
+from fleet import _profile_store, _settings
 from fleet._cli._common import Exit, add_examples, add_json, print_json, table
 from fleet._core.routing import (
     DEFAULT_STALE_AFTER,
@@ -20,12 +22,15 @@ from fleet._core.routing import (
     format_duration,
 )
 from fleet._errors import SettingsError
+from fleet._keys import KEY_SOURCE_HELP
 from fleet._plan import load_task_file, plan_json, plan_tasks
 from fleet._profiles import coordinator_profile, detect_coordinator_tool, load_profiles
 
 PROFILES_HELP = """\
-Profiles are read from `clausona list --json` ($FLEET_CLAUSONA names the binary), or from a
-file holding that output (--profiles FILE or $FLEET_PROFILES)."""
+Profiles are fleet's own (`fleet profiles add`, kept in the settings' `profiles` key: plain
+Claude Code config dirs and Codex homes, no quota reading) and, when clausona is installed,
+clausona's: from `clausona list --json` ($FLEET_CLAUSONA names the binary), or from a file
+holding that output (--profiles FILE or $FLEET_PROFILES). clausona is optional."""
 
 SETTINGS_HELP = """\
 Settings live in ~/.clausona/fleet.json (or --settings FILE, or $FLEET_SETTINGS). When only
@@ -37,8 +42,13 @@ fleet.json. Keys:
   maxUsage     skip profiles whose 5H or 7D usage is at or over this percent (default 90)
   retire       ask (default) or auto
   permissions  {"claude": "acceptEdits", "codex": "on-request", "codexSandbox": "workspace-write"}
-A change keeps every other key, unknown ones too; a file that is not a JSON object is refused
-and left untouched."""
+               claude: default, acceptEdits, plan, auto, dontAsk, bypassPermissions
+               codex: untrusted, on-failure, on-request, never
+               codexSandbox: read-only, workspace-write, danger-full-access
+  hub          where `fleet ship` and `--hub` connect: hub.url, hub.user, ... (see `ship --help`)
+`set` refuses any other key and any value these keys do not take (exit 2), and then writes
+nothing. A change keeps every other key already in the file, unknown ones too; a file that is
+not a JSON object is refused and left untouched."""
 
 PLAN_DESCRIPTION = """\
 Decide which clausona profile runs each task of TASKS.toml, and say why. Nothing is started.
@@ -97,10 +107,11 @@ def _add_sources(p: argparse.ArgumentParser, *, settings: bool = True) -> None:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "profiles",
-        help="clausona profiles: quota headroom, and whether each may be a worker now",
-        description="One row per clausona profile: tool, kind (subscription or api), model, "
+        help="list profiles (quota, whether each may be a worker now), or add / remove one",
+        description="One row per profile: tool, kind (subscription or api), model, "
         "5H / 7D / scoped usage, headroom, quota state (and how old the reading is), and "
-        "whether it may be a worker now, or why not.\n\n" + PROFILES_HELP,
+        "whether it may be a worker now, or why not. fleet reads quota only from clausona: "
+        "for fleet's own profiles it says unknown.\n\n" + PROFILES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_sources(p)
@@ -108,9 +119,54 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_examples(
         p,
         "fleet profiles",
+        "fleet profiles add work --config-dir ~/.claude-work",
         "fleet profiles --profiles clausona-list.json --json",
     )
     p.set_defaults(run=cmd_profiles)
+    psub = p.add_subparsers(dest="profiles_command", metavar="ACTION", title="actions")
+    a = psub.add_parser(
+        "add", help="add (or replace) a profile of fleet's own: a plain config dir",
+        description="Add NAME as a profile fleet runs workers on without clausona: a Claude "
+        "Code config dir (CLAUDE_CONFIG_DIR) or a Codex home (CODEX_HOME), with an optional "
+        "model, or a Claude API endpoint and where its key comes from. NAME is tool:name or a "
+        "name (--tool says the tool, default claude). It is kept in the settings' `profiles` "
+        "key; a profile of that name is replaced. Workers on it start through "
+        "fleet-profile-run, which sets the config dir, model and endpoint. A config dir that "
+        "does not exist yet is fine: log in there once (`CLAUDE_CONFIG_DIR=DIR claude`, "
+        "`CODEX_HOME=DIR codex login`).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--config-dir", required=True, metavar="DIR",
+                   help="the Claude Code config dir or Codex home")
+    a.add_argument("--tool", choices=["claude", "codex"],
+                   help="the tool, when NAME has no claude: or codex: prefix (default claude)")
+    a.add_argument("--model", metavar="M", help="the model workers on it use")
+    a.add_argument("--endpoint", metavar="URL",
+                   help="a Claude API endpoint (ANTHROPIC_BASE_URL); needs --key-from")
+    a.add_argument("--key-from", metavar="SRC", help=f"the endpoint's key: {KEY_SOURCE_HELP}")
+    a.add_argument("--settings", metavar="FILE", default=argparse.SUPPRESS,
+                   help="settings file to use instead")
+    add_json(a)
+    add_examples(
+        a,
+        "fleet profiles add work --config-dir ~/.claude-work",
+        "fleet profiles add codex:side --config-dir ~/.codex-side --model gpt-5-codex",
+        "fleet profiles add glm --config-dir ~/.claude-glm --endpoint "
+        "https://api.example/anthropic --key-from env:GLM_KEY --model glm-5",
+    )
+    a.set_defaults(run=cmd_profiles_add)
+    r = psub.add_parser(
+        "remove", help="remove a profile of fleet's own",
+        description="Remove NAME (tool:name, or a name unique among fleet's own profiles) "
+        "from the settings' `profiles` key. clausona's profiles are clausona's to remove.",
+    )
+    r.add_argument("name", metavar="NAME")
+    r.add_argument("--settings", metavar="FILE", default=argparse.SUPPRESS,
+                   help="settings file to use instead")
+    add_json(r)
+    add_examples(r, "fleet profiles remove work")
+    r.set_defaults(run=cmd_profiles_remove)
 
     p = sub.add_parser(
         "settings",
@@ -137,7 +193,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s = ssub.add_parser(
         "set", help="change one key, keeping every other",
         description="Set KEY to VALUE. VALUE is read as JSON when it parses (80, true, "
-        '["claude:work"]), else as text. Known keys are checked before anything is written.',
+        '["claude:work"]), else as text. An unknown KEY or a VALUE the key does not take is '
+        "refused with the known keys or the allowed values (exit 2), and nothing is written.",
     )
     s.add_argument("key", metavar="KEY")
     s.add_argument("value", metavar="VALUE")
@@ -216,12 +273,15 @@ def _window_json(w: QuotaWindow | None) -> dict[str, Any] | None:
 
 
 def profile_json(
-    p: Profile, *, settings: Settings, coordinator: Profile | None, now: float
+    p: Profile, *, settings: Settings, coordinator: Profile | None, now: float,
+    own: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     a = assess(p, settings=settings, coordinator=coordinator, now=now)
-    q = p.quota
+    unknown = _profile_store.quota_unknown(p)
+    q = None if unknown else p.quota
     return {
         "name": p.name,
+        "source": "fleet" if unknown or p.name in own else "clausona",
         "tool": p.tool,
         "kind": p.kind,
         "model": p.model,
@@ -229,7 +289,8 @@ def profile_json(
         "configDir": str(p.config_dir),
         "isActive": p.is_active,
         "coordinator": coordinator is not None and p.name == coordinator.name,
-        "headroom": p.headroom,
+        "headroom": None if unknown else p.headroom,
+        "quotaKnown": not unknown and not p.is_api and q is not None,
         "quota": None
         if q is None
         else {
@@ -247,21 +308,56 @@ def profile_json(
     }
 
 
+def cmd_profiles_add(args: argparse.Namespace) -> int:
+    if (args.endpoint is None) != (args.key_from is None):
+        sys.stderr.write("fleet: profiles add: --endpoint and --key-from go together\n")
+        return Exit.USAGE
+    if args.endpoint is not None and (args.tool == "codex" or args.name.startswith("codex:")):
+        sys.stderr.write("fleet: profiles add: --endpoint is for Claude Code profiles only\n")
+        return Exit.USAGE
+    name, entry, path = _profile_store.add(
+        args.name, config_dir=args.config_dir, tool=args.tool, model=args.model,
+        endpoint=args.endpoint, key_from=args.key_from, settings_path=args.settings,
+    )
+    exists = Path(entry["configDir"]).is_dir()
+    if args.json:
+        print_json({"name": name, **entry, "configDirExists": exists, "file": str(path)})
+        return Exit.OK
+    print(f"{name}: {entry['configDir']} in {path}")
+    if not exists:
+        tool = name.split(":", 1)[0]
+        login = (f"CLAUDE_CONFIG_DIR={entry['configDir']} claude" if tool == "claude"
+                 else f"CODEX_HOME={entry['configDir']} codex login")
+        print(f"  it does not exist yet: log in there once ({login})")
+    return Exit.OK
+
+
+def cmd_profiles_remove(args: argparse.Namespace) -> int:
+    name, path = _profile_store.remove(args.name, args.settings)
+    if args.json:
+        print_json({"name": name, "removed": True, "file": str(path)})
+    else:
+        print(f"{name} removed from {path}")
+    return Exit.OK
+
+
 def cmd_profiles(args: argparse.Namespace) -> int:
-    profiles = load_profiles(source=args.profiles)
+    profiles = load_profiles(source=args.profiles, settings_path=args.settings)
+    own = frozenset(_profile_store.entries(args.settings))
     settings = _settings.load_settings(args.settings)
     tool = args.coordinator_tool or detect_coordinator_tool()
     coordinator = coordinator_profile(profiles, tool)
     now = time.time()
     items = [
-        profile_json(p, settings=settings, coordinator=coordinator, now=now) for p in profiles
+        profile_json(p, settings=settings, coordinator=coordinator, now=now, own=own)
+        for p in profiles
     ]
     if args.json:
         print_json(items)
         return Exit.OK
     rows = []
     for p, item in zip(profiles, items, strict=True):
-        q = p.quota
+        q = None if _profile_store.quota_unknown(p) else p.quota
         if p.is_api:
             state = "api"
         elif q is None:
@@ -279,7 +375,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
             _pct(q.session if q else None),
             _pct(q.weekly if q else None),
             scoped,
-            "-" if head is None else f"{head:.0f}%",
+            "-" if head is None or q is None else f"{head:.0f}%",
             state,
             "yes" if item["worker"] else "no",
             "; ".join(item["why"] + item["notes"]) or "-",
@@ -289,6 +385,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         "why",
     ]
     print(table(rows, headers))
+    if any(_profile_store.quota_unknown(p) for p in profiles):
+        print("\nquota unknown: fleet reads quota only from clausona; fleet's own profiles "
+              "are used as if they had room")
     if coordinator is None:
         print(f"\nno profile's configDir is this {tool} coordinator's config dir")
     else:
@@ -331,7 +430,11 @@ def cmd_settings_get(args: argparse.Namespace) -> int:
 
 
 def cmd_settings_set(args: argparse.Namespace) -> int:
-    value = _settings.check_value(args.key, _parse_value(args.value))
+    try:
+        value = _settings.check_value(args.key, _parse_value(args.value))
+    except SettingsError as exc:  # a key or value fleet does not take: a usage error
+        sys.stderr.write(f"fleet: settings set: {exc}\n")
+        return Exit.USAGE
     path = _settings.set(args.key, value, args.settings)
     if args.json:
         print_json({"file": str(path), "key": args.key, "value": value})
@@ -403,8 +506,9 @@ def render_plan(p: Plan) -> str:
         lines.extend(f"  - {r}" for r in p.routing)
     lines.append("")
     if not p.complete:
-        lines.append("some tasks have no eligible profile: name one (--assign) or free one up")
-    if p.needs_ok:
+        lines.append("not ready: some tasks have no eligible profile: name one (--assign) or "
+                     "free one up")
+    elif p.needs_ok:
         lines.append("needs your OK before starting: neither the request nor the settings named "
                      "a profile")
     else:

@@ -71,9 +71,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "watch",
         help="a live view of every worker; --json streams one line per transition",
-        description="Show every worker's state, reason, for how long, profile, branch and last "
-        "activity, redrawn as events arrive. With --json, print one JSON object per line "
-        "(NDJSON) for each worker as first seen and for each transition, for other programs.",
+        description="On a terminal: a live table of every worker (state in colour, reason, "
+        "for how long, mark, profile, branch, last activity), those that need attention "
+        "first, updated in place as events arrive and every second; press q to quit (exit "
+        "0). Piped: one plain line per transition (TIME  WORKER: FROM -> TO (REASON)). With "
+        "--json, one JSON object per line (NDJSON) for each worker as first seen and for each "
+        "transition, for other programs.",
     )
     p.add_argument("workers", nargs="*", metavar="WORKER")
     p.add_argument("--quiet-after", type=seconds, default=300.0, metavar="S")
@@ -177,10 +180,22 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return Exit.OK
         current: dict[str, WorkerState] = {}
         tty = sys.stdout.isatty()
+        if tty and _live_available():
+            from fleet._live import live
+
+            live(fleet.watch(names, timeout=args.timeout), fleet.clock.now)
+            return Exit.OK
         for t in fleet.watch(names, timeout=args.timeout):
             current[t.worker] = t.after
             _draw(current, fleet.clock.now(), tty, t)
     return Exit.OK
+
+
+def _live_available() -> bool:
+    """Whether the live table can be drawn (rich is installed)."""
+    import importlib.util
+
+    return importlib.util.find_spec("rich") is not None
 
 
 def _draw(current: dict[str, WorkerState], now: float, tty: bool, t: Transition) -> None:

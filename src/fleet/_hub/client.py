@@ -31,7 +31,7 @@ try:
     from nats.js import api as js_api
 except ImportError as exc:  # pragma: no cover - the extra is part of the test install
     raise FleetError(
-        "the hub needs the NATS client: pip install 'fleet[hub]' (nats-py)"
+        "the hub needs the NATS client: pip install 'fleet-agents[hub]' (nats-py)"
     ) from exc
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 #: What ``fleet mcp serve`` says when the SDK is missing.
 SDK_MISSING = (
-    "fleet mcp needs the MCP SDK, an optional extra: pip install 'fleet[mcp]' "
+    "fleet mcp needs the MCP SDK, an optional extra: pip install 'fleet-agents[mcp]' "
     "(or pip install 'mcp>=2.3,<3' next to fleet)"
 )
 
