@@ -203,7 +203,7 @@ def check_value(key: str, value: Any) -> Any:
     if top not in KNOWN_KEYS:
         raise _unknown("settings key", top, KNOWN_KEYS)
     if top == "profiles":
-        from fleet._profile_store import check_profiles_value
+        from fleet._profile_entries import check_profiles_value
 
         return check_profiles_value(parts[1:], value)
     if len(parts) == 1:
