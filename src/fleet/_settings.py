@@ -11,7 +11,9 @@ The file is shared with clausona's fleet plugins, so fleet reads and writes it t
 
 Keys: ``workers`` (the only profiles that may be workers), ``routing`` (the user's rules in
 words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``permissions``
-(``{"claude": mode, "codex": policy, "codexSandbox": sandbox}``).
+(``{"claude": mode, "codex": policy, "codexSandbox": sandbox, "allowedTools": [...],
+"disallowedTools": [...], "addDirs": [...], "profiles": {P: {...}}, "kinds": {K: {...}}}``,
+read by :func:`fleet._permissions.policy_from_settings`).
 
 Where: ``settings_path`` argument, else ``$FLEET_SETTINGS``, else ``~/.clausona/fleet.json``.
 """
@@ -145,8 +147,13 @@ def check_value(key: str, value: Any) -> Any:
         value = [w.strip() for w in value.split(",") if w.strip()]
     if top in KNOWN_KEYS and len(_split(key)) == 1:
         Settings.from_mapping({top: value})
-    elif top == "permissions" and not isinstance(value, str):
-        raise SettingsError(f"{key} must be text")
+    elif top == "permissions":
+        # The whole object is checked as it will be stored, so a subkey set alone (e.g.
+        # permissions.profiles.claude:work.allowedTools) gets the same errors.
+        nested: Any = value
+        for part in reversed(_split(key)[1:]):
+            nested = {part: nested}
+        Settings.from_mapping({"permissions": nested})
     return value
 
 
