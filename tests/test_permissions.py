@@ -130,16 +130,23 @@ def test_root_bypass_says_what_it_needs_and_sets_nothing() -> None:
     assert check_headless(PermissionPolicy(), tool="claude", is_root=False) == []
 
 
-def test_codex_asking_approval_is_refused_and_sandbox_limits_warned() -> None:
-    with pytest.raises(Refused, match=r"approval policy 'on-request'.*never"):
-        check_headless(PermissionPolicy(codex_approval="on-request"), tool="codex",
-                       is_root=True)
+def test_codex_approval_and_sandbox_limits_are_warned() -> None:
+    (warning,) = check_headless(PermissionPolicy(codex_approval="on-request"), tool="codex",
+                                is_root=True)
+    assert "approval policy on-request" in warning and "fails instead of asking" in warning
     warnings = check_headless(
         PermissionPolicy(codex_sandbox="workspace-write", allowed_tools=["Read"]),
         tool="codex", is_root=True)
     assert any(".git read-only" in w for w in warnings)
     assert any("no tool allowlist" in w for w in warnings)
     assert check_headless(PermissionPolicy(), tool="codex", is_root=True) == []
+    # A Claude mode that is refused for Claude means nothing to a Codex worker.
+    assert check_headless(PermissionPolicy(mode="default"), tool="codex", is_root=True) == []
+
+
+def test_codex_untrusted_is_refused_as_codex_refuses_it() -> None:
+    with pytest.raises(SettingsError, match="no longer supported by Codex"):
+        PermissionPolicy(codex_approval="untrusted")
 
 
 # -- where the policy comes from ------------------------------------------------------------

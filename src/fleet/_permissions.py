@@ -23,7 +23,9 @@ What the real CLIs do (observed offline on Claude Code 2.1.197 and 2.1.332, Code
   the environment nor the session status file (``sessions/<pid>.json``) holds the mode.
 - Codex ``workspace-write`` keeps ``.git`` read-only (even under ``writable_roots``), so a
   worker cannot commit; ``danger-full-access`` (or
-  ``--dangerously-bypass-approvals-and-sandbox``) can.
+  ``--dangerously-bypass-approvals-and-sandbox``) can. ``codex exec`` never waits for an
+  approval: with ``on-request`` or ``on-failure`` a blocked command just fails;
+  ``untrusted`` makes Codex exit 1 ("no longer supported").
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ HEADLESS_MODES: Final = ("bypassPermissions", "dontAsk")
 #: Modes in which a tool that needs approval is denied, since nobody can answer.
 PROMPTING_MODES: Final = ("acceptEdits", "default", "plan")
 CODEX_SANDBOXES: Final = ("read-only", "workspace-write", "danger-full-access")
-CODEX_APPROVALS: Final = ("untrusted", "on-failure", "on-request", "never")
+CODEX_APPROVALS: Final = ("on-failure", "on-request", "never")
+#: Approval policies Codex itself refuses (0.171.0 exits 1: "no longer supported").
+CODEX_GONE_APPROVALS: Final = ("untrusted",)
 DEFAULT_MODE: Final = "bypassPermissions"
 
 
@@ -73,6 +77,9 @@ class PermissionPolicy:
         if self.codex_sandbox is not None and self.codex_sandbox not in CODEX_SANDBOXES:
             raise SettingsError(f"unknown Codex sandbox {self.codex_sandbox!r} "
                                 f"(known: {', '.join(CODEX_SANDBOXES)})")
+        if self.codex_approval in CODEX_GONE_APPROVALS:
+            raise SettingsError(f"Codex approval policy {self.codex_approval!r} is no longer "
+                                f"supported by Codex (use {', '.join(CODEX_APPROVALS)})")
         if self.codex_approval is not None and self.codex_approval not in CODEX_APPROVALS:
             raise SettingsError(f"unknown Codex approval policy {self.codex_approval!r} "
                                 f"(known: {', '.join(CODEX_APPROVALS)})")
@@ -207,18 +214,18 @@ def codex_args(policy: PermissionPolicy) -> list[str]:
 
 def check_headless(policy: PermissionPolicy, *, tool: str, is_root: bool,
                    force: bool = False, env: Mapping[str, str] | None = None) -> list[str]:
-    """Refuse a headless worker whose mode leaves it unable to work with nobody to answer;
+    """Refuse a headless Claude worker whose mode leaves it unable to work with nobody to
+    answer (Codex has no such mode: ``codex exec`` asks nobody, so it only gets warnings);
     return warnings for what will work but deserves a word. ``force`` (``--insist``)
     turns the refusal into a warning."""
     warnings: list[str] = []
     if tool == "codex":
         approval = policy.codex_approval or "never"
         if approval != "never":
-            reason = (f"Codex approval policy {approval!r} asks before commands, and a headless "
-                      "`codex exec` has nobody to ask; use approval_policy never")
-            if not force:
-                raise Refused(reason + " (or --insist)")
-            warnings.append(reason)
+            # Observed: codex exec never asks; what the sandbox blocks simply fails.
+            warnings.append(
+                f"Codex approval policy {approval} has nobody to ask in codex exec: a command "
+                "the sandbox blocks fails instead of asking (never says so plainly)")
         if policy.codex_sandbox in ("read-only", "workspace-write"):
             warnings.append(
                 f"Codex sandbox {policy.codex_sandbox} keeps .git read-only: the worker "

@@ -96,15 +96,19 @@ def test_run_refuses_a_task_in_a_prompting_mode_naming_it(
 def test_run_checks_a_task_of_unknown_tool_as_both(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # beta may go to either tool: acceptEdits is refused for Claude, and the same mode given
-    # on the command line is not read as a Codex sandbox.
-    code, _, err = run(capsys, "run", str(_tasks(tmp_path)), "--permission-mode", "acceptEdits")
-    assert code == 4 and "task 'alpha' (claude)" in err, err
+    # Only beta, which may go to either tool: acceptEdits is refused for Claude, and the same
+    # option is not read as a Codex sandbox (that would be an unknown-sandbox error).
+    tasks = tmp_path / "TASKS.toml"
+    (tmp_path / "b.md").write_text("brief")
+    tasks.write_text('[[task]]\nname = "beta"\nbrief = "b.md"\n')
+    code, _, err = run(capsys, "run", str(tasks), "--permission-mode", "acceptEdits")
+    assert code == 4 and "task 'beta' (claude): permission mode acceptEdits" in err, err
     settings = tmp_path / "fleet.json"
-    settings.write_text(json.dumps({"permissions": {"codex": "on-request"}}))
+    settings.write_text(json.dumps({"permissions": {"codex": "untrusted"}}))
     monkeypatch.setenv("FLEET_SETTINGS", str(settings))
-    code, _, err = run(capsys, "run", str(_tasks(tmp_path)))
-    assert code == 4 and "task 'beta' (codex): Codex approval policy" in err, err
+    code, _, err = run(capsys, "run", str(tasks))
+    assert code == 1 and "task 'beta' (claude): Codex approval policy 'untrusted'" in err, err
+    assert err.count("\n") == 1
 
 
 def test_help_teaches_the_modes_that_work() -> None:

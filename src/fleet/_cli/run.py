@@ -250,6 +250,7 @@ def start_policy(args: argparse.Namespace) -> tuple[PermissionPolicy, list[str]]
 def run_policies(args: argparse.Namespace) -> tuple[dict[str, PermissionPolicy], list[str]]:
     """Each task's policy for `fleet run`, checked for every tool the task may be routed to;
     Refused (naming the task) before anything is created."""
+    from fleet._errors import SettingsError
     from fleet._permissions import policy_from_settings
     from fleet._plan import load_task_file
     from fleet._settings import load_settings
@@ -261,12 +262,15 @@ def run_policies(args: argparse.Namespace) -> tuple[dict[str, PermissionPolicy],
     for task in task_file.tasks:
         known = task.tool or (_tool_of(task.profile, "") if task.profile else None)
         for tool in (known,) if known else ("claude", "codex"):
-            policy = policy_from_settings(
-                rules, profile=task.profile, kind=task.kind,
-                task=task_file.permissions.get(task.name),
-                cli=_cli_policy(args, tool, either=not known))
-            warnings += _check_policy(policy, tool, insist=args.insist,
-                                      where=f"task {task.name!r} ({tool}): ")
+            where = f"task {task.name!r} ({tool}): "
+            try:
+                policy = policy_from_settings(
+                    rules, profile=task.profile, kind=task.kind,
+                    task=task_file.permissions.get(task.name),
+                    cli=_cli_policy(args, tool, either=not known))
+            except SettingsError as exc:
+                raise SettingsError(where + str(exc)) from None
+            warnings += _check_policy(policy, tool, insist=args.insist, where=where)
             policies.setdefault(task.name, policy)
     return policies, warnings
 
