@@ -85,6 +85,8 @@ def test_codex_args_are_overrides_that_parse_as_toml() -> None:
                       "sandbox_workspace_write": {"writable_roots": ['/tmp/with "quote"']}}
     assert codex_args(PermissionPolicy()) == [
         "-c", 'sandbox_mode="danger-full-access"', "-c", 'approval_policy="never"']
+    network = codex_args(PermissionPolicy(codex_sandbox="workspace-write", codex_network=True))
+    assert network[-2:] == ["-c", "sandbox_workspace_write.network_access=true"]
 
 
 # -- refusing and warning -------------------------------------------------------------------
@@ -137,8 +139,12 @@ def test_codex_approval_and_sandbox_limits_are_warned() -> None:
     warnings = check_headless(
         PermissionPolicy(codex_sandbox="workspace-write", allowed_tools=["Read"]),
         tool="codex", is_root=True)
-    assert any(".git read-only" in w for w in warnings)
+    assert any(".git read-only and blocks the network" in w for w in warnings)
     assert any("no tool allowlist" in w for w in warnings)
+    (open_net,) = check_headless(
+        PermissionPolicy(codex_sandbox="workspace-write", codex_network=True), tool="codex",
+        is_root=True)
+    assert "read-only: the worker can neither commit nor push" in open_net
     assert check_headless(PermissionPolicy(), tool="codex", is_root=True) == []
     # A Claude mode that is refused for Claude means nothing to a Codex worker.
     assert check_headless(PermissionPolicy(mode="default"), tool="codex", is_root=True) == []

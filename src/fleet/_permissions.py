@@ -18,11 +18,13 @@ What the real CLIs do (observed offline on Claude Code 2.1.197 and 2.1.332, Code
 - As root, ``bypassPermissions`` exits 1 before any request unless ``IS_SANDBOX=1``
   ("--dangerously-skip-permissions cannot be used with root/sudo privileges").
 - The mode a session runs in is in its transcript, ``<config dir>/projects/*/<session
-  id>.jsonl``, as ``permissionMode`` on each user entry (and ``permission-mode`` entries);
+  id>.jsonl``, as ``permissionMode`` on each user entry (and ``permission-mode`` entries); a
+  switch (shift+tab) shows there from the next prompt on, which is the turn a command runs in;
   ``CLAUDE_CODE_SESSION_ID`` and ``CLAUDECODE=1`` are in the Bash tool's environment. Neither
   the environment nor the session status file (``sessions/<pid>.json``) holds the mode.
 - Codex ``workspace-write`` keeps ``.git`` read-only (even under ``writable_roots``), so a
-  worker cannot commit; ``danger-full-access`` (or
+  worker cannot commit, and blocks the network (127.0.0.1 too) unless
+  ``sandbox_workspace_write.network_access=true``; ``danger-full-access`` (or
   ``--dangerously-bypass-approvals-and-sandbox``) can. ``codex exec`` never waits for an
   approval: with ``on-request`` or ``on-failure`` a blocked command just fails;
   ``untrusted`` makes Codex exit 1 ("no longer supported").
@@ -68,7 +70,9 @@ class PermissionPolicy:
     add_dirs: tuple[str, ...] = attrs.field(default=(), converter=_tools)
     codex_sandbox: str | None = None
     codex_approval: str | None = None
-    insist: bool = False
+    #: workspace-write only: let commands reach the network (the sandbox blocks it, loopback
+    #: included, unless this is set).
+    codex_network: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.mode is not None and self.mode not in CLAUDE_MODES:
@@ -167,7 +171,8 @@ def policy_from_settings(
     if cli is not None:
         for field in attrs.fields(PermissionPolicy):
             value = getattr(cli, field.name)
-            if value not in (None, ()):
+            # Only what the command line set: its unset fields must not undo a layer below.
+            if value is not None and value != () and value is not False:
                 merged[field.name] = value
     return PermissionPolicy(**merged)
 
@@ -206,6 +211,8 @@ def codex_args(policy: PermissionPolicy) -> list[str]:
     if policy.add_dirs:
         roots = ", ".join(_toml_string(d) for d in policy.add_dirs)
         args += ["-c", f"sandbox_workspace_write.writable_roots=[{roots}]"]
+    if policy.codex_network:
+        args += ["-c", "sandbox_workspace_write.network_access=true"]
     return args
 
 
@@ -227,9 +234,11 @@ def check_headless(policy: PermissionPolicy, *, tool: str, is_root: bool,
                 f"Codex approval policy {approval} has nobody to ask in codex exec: a command "
                 "the sandbox blocks fails instead of asking (never says so plainly)")
         if policy.codex_sandbox in ("read-only", "workspace-write"):
+            network = "" if policy.codex_network else " and blocks the network"
             warnings.append(
-                f"Codex sandbox {policy.codex_sandbox} keeps .git read-only: the worker "
-                "cannot commit; use danger-full-access for a worker that commits")
+                f"Codex sandbox {policy.codex_sandbox} keeps .git read-only{network}: the "
+                "worker can neither commit nor push; use danger-full-access for a worker "
+                "that commits")
         if policy.allowed_tools or policy.disallowed_tools:
             warnings.append("Codex has no tool allowlist: --allowed-tools and "
                             "--disallowed-tools apply to Claude workers only")

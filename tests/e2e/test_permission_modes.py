@@ -168,13 +168,21 @@ def test_a_coordinator_command_reads_its_sessions_mode(
 
 
 def _commit_script(openai: FakeOpenAI) -> None:
+    # The push needs the local bare origin (a write outside the worktree); the curl needs the
+    # network: the fake server itself, on 127.0.0.1.
     openai.script([
-        shell("echo x > f.txt && git add f.txt && git commit -qm 'add f' && echo COMMITTED"),
+        shell("echo x > f.txt && git add f.txt && git commit -qm 'add f' && echo COMMITTED; "
+              "git push -q origin HEAD:refs/heads/perm-probe && echo PUSHED; "
+              f"curl -s -o /dev/null -w 'HTTP=%{{http_code}}' {openai.url}/v1/models; echo"),
         say("tried"),
     ])
 
 
-def test_codex_full_access_commits_and_workspace_write_cannot(
+def _outputs(run: AgentRun) -> str:
+    return " ".join(str(e.get("item", {}).get("aggregated_output", "")) for e in run.events)
+
+
+def test_codex_full_access_commits_and_pushes_and_workspace_write_cannot(
     codex: CodexSetup, openai: FakeOpenAI, repo: Repo
 ) -> None:
     full = PermissionPolicy()
@@ -183,16 +191,22 @@ def test_codex_full_access_commits_and_workspace_write_cannot(
     run = codex.exec("commit", cwd=repo.path, args=codex_args(full))
     assert run.returncode == 0, run.describe()
     assert repo.git("log", "-1", "--format=%s").strip() == "add f"
+    assert "PUSHED" in _outputs(run) and "HTTP=200" in _outputs(run)
 
     caged = PermissionPolicy(codex_sandbox="workspace-write")
-    assert any(".git read-only" in w for w in check_headless(caged, tool="codex",
-                                                             is_root=True))
+    assert any(".git read-only and blocks the network" in w
+               for w in check_headless(caged, tool="codex", is_root=True))
     repo.git("reset", "-q", "--hard", "HEAD~1")
     run = codex.exec("commit", cwd=repo.path, args=codex_args(caged))
     assert run.returncode == 0, run.describe()
     assert repo.git("log", "-1", "--format=%s").strip() != "add f"
-    outputs = " ".join(str(e.get("item", {}).get("aggregated_output", "")) for e in run.events)
-    assert "index.lock" in outputs and "COMMITTED" not in outputs
+    assert "index.lock" in _outputs(run) and "COMMITTED" not in _outputs(run)
+    assert "PUSHED" not in _outputs(run) and "HTTP=000" in _outputs(run)
+
+    networked = PermissionPolicy(codex_sandbox="workspace-write", codex_network=True)
+    run = codex.exec("commit", cwd=repo.path, args=codex_args(networked))
+    assert run.returncode == 0, run.describe()
+    assert "HTTP=200" in _outputs(run) and "COMMITTED" not in _outputs(run)
 
 
 def test_codex_untrusted_is_refused_as_codex_itself_refuses_it(
@@ -224,5 +238,4 @@ def test_codex_asking_for_approval_runs_without_waiting(
 
     assert run.returncode == 0, run.describe()
     assert not (repo.path / "made.txt").exists()
-    outputs = " ".join(str(e.get("item", {}).get("aggregated_output", "")) for e in run.events)
-    assert "Read-only file system" in outputs and "AFTER" in outputs
+    assert "Read-only file system" in _outputs(run) and "AFTER" in _outputs(run)
