@@ -34,7 +34,7 @@ from .harness import (
     register,
     state_sequence,
 )
-from .script import bash, say, shell
+from .script import bash, call, say, shell
 
 pytestmark = pytest.mark.e2e
 
@@ -55,22 +55,33 @@ def tool_hooks(worker: str, tool_use_id: str) -> list[str]:
             if isinstance(e, HookEvent) and e.get("tool_use_id") == tool_use_id]
 
 
+WORKER = PermissionPolicy(mode="dontAsk", allowed_tools=["Write", "Bash(git:*)"])
+
+
 def test_dont_ask_with_an_allowlist_completes_a_task_of_allowed_tools(
     claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo
 ) -> None:
-    assert check_headless(ALLOWLIST, tool="claude", is_root=True, env=claude.env()) == []
+    """What a worker does: write a file, commit it, push the branch; the allowlist the skill
+    recommends is enough."""
+    assert check_headless(WORKER, tool="claude", is_root=True, env=claude.env()) == []
     install_hooks(claude)
     register("w1", repo.path, "claude")
-    anthropic.script([bash("git status --short"), bash("git log --oneline -1"),
-                      say("Looked.\nFLEET_WORKER_DONE: status and log read")])
+    repo.git("checkout", "-q", "-b", "fleet/w1")
+    anthropic.script([
+        call("Write", {"file_path": str(repo.path / "notes.txt"), "content": "hello\n"}),
+        bash("git add notes.txt && git commit -q -m 'add notes'"),
+        bash("git push -q -u origin HEAD"),
+        say("Pushed.\nFLEET_WORKER_DONE: notes committed and pushed"),
+    ])
 
-    run = run_claude(claude, repo, ALLOWLIST)
+    run = run_claude(claude, repo, WORKER)
 
     assert run.returncode == 0, run.describe()
     assert run.result["is_error"] is False
     assert run.result["permission_denials"] == []
+    assert repo.git("log", "-1", "--format=%s", "origin/fleet/w1").strip() == "add notes"
     events = journal("w1")
-    assert hooks_of(events).count("PostToolUse") == 2
+    assert hooks_of(events).count("PostToolUse") == 3
     assert {e.get("permission_mode") for e in events
             if isinstance(e, HookEvent) and e.hook == "PostToolUse"} == {"dontAsk"}
     assert state_sequence("w1", events)[-1] == ("done", "claimed")
