@@ -16,6 +16,10 @@ TASKS.toml::
     model = "sonnet"           # optional: the model to run
     kind = "wide-mechanical"   # optional: default, wide-mechanical or exploratory
     checker_of = "other-task"  # optional: this task checks that task's work
+    permissions = { mode = "dontAsk", allowedTools = ["Read", "Bash(git status:*)"] }
+                               # optional: this task's permission policy, over the settings'
+                               # (keys: mode, allowedTools, disallowedTools, addDirs,
+                               # codexSandbox, codex)
 
 Unknown keys are refused, so a typo never silently changes a plan.
 """
@@ -46,12 +50,15 @@ from fleet._core.routing import (
 from fleet._errors import SettingsError
 from fleet._files import decode_utf8, read_input
 from fleet._home import expand
+from fleet._permissions import task_layer
 from fleet._profiles import coordinator_profile, detect_coordinator_tool, load_profiles
 from fleet._runner import Runner
 from fleet._settings import load_settings
 
 TOP_KEYS: Final = frozenset({"repo", "base", "use", "start", "task"})
-TASK_KEYS: Final = frozenset({"name", "brief", "tool", "profile", "model", "kind", "checker_of"})
+TASK_KEYS: Final = frozenset(
+    {"name", "brief", "tool", "profile", "model", "kind", "checker_of", "permissions"}
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -64,6 +71,8 @@ class TaskFile:
     use: tuple[str, ...] = ()
     start: bool = False
     tasks: tuple[Task, ...] = ()
+    #: Each task's own ``permissions`` table (task name -> keys as in the settings), checked.
+    permissions: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
 
     @property
     def choices(self) -> Choices:
@@ -160,6 +169,17 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
     if not isinstance(start, bool):
         raise SettingsError(f"{path}: start must be true or false")
     repo = _text(data.get("repo"), str(path), "repo")
+    permissions: dict[str, Mapping[str, Any]] = {}
+    for raw_task, t in zip(raw_tasks, tasks, strict=True):
+        table = raw_task.get("permissions")
+        if table is None:
+            continue
+        try:
+            # Strict at load time: a typo in a key or a mode fails the plan, not the launch.
+            task_layer(table)
+        except SettingsError as exc:
+            raise SettingsError(f"{path}: task {t.name!r}: {exc}") from None
+        permissions[t.name] = dict(table)
     return TaskFile(
         path=path,
         repo=(base_dir / expand(repo)) if repo else None,
@@ -167,6 +187,7 @@ def load_task_file(path: str | os.PathLike[str]) -> TaskFile:
         use=tuple(use),
         start=start,
         tasks=tasks,
+        permissions=permissions,
     )
 
 

@@ -11,9 +11,10 @@ The file is shared with clausona's fleet plugins, so fleet reads and writes it t
 
 Keys: ``workers`` (the only profiles that may be workers), ``routing`` (the user's rules in
 words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``permissions``
-(``{"claude": mode, "codex": policy, "codexSandbox": sandbox}``), ``hub`` (see
-``fleet ship --help``), ``profiles`` (fleet's own profiles: plain config dirs, see
-:mod:`fleet._profile_store`).
+(``{"claude": mode, "codex": policy, "codexSandbox": sandbox, "allowedTools": [...],
+"disallowedTools": [...], "addDirs": [...], "profiles": {P: {...}}, "kinds": {K: {...}}}``,
+read by :func:`fleet._permissions.policy_from_settings`), ``hub`` (see ``fleet ship --help``),
+``profiles`` (fleet's own profiles: plain config dirs, see :mod:`fleet._profile_store`).
 ``fleet settings set`` refuses any other key, and values these keys do not take.
 
 Where: ``settings_path`` argument, else ``$FLEET_SETTINGS``, else ``~/.clausona/fleet.json``.
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from fleet._core.routing import Settings
+from fleet._core.routing.settings import PERMISSION_LISTS, PERMISSION_TABLES
 from fleet._errors import SettingsError
 from fleet._files import atomic_write, read_input
 from fleet._home import expand
@@ -46,7 +48,8 @@ KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions", 
 #: approval policies and its sandbox modes.
 PERMISSION_VALUES: Final[dict[str, tuple[str, ...]]] = {
     "claude": ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"),
-    "codex": ("untrusted", "on-failure", "on-request", "never"),
+    "mode": ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"),
+    "codex": ("on-failure", "on-request", "never"),
     "codexSandbox": ("read-only", "workspace-write", "danger-full-access"),
 }
 
@@ -164,16 +167,28 @@ def _unknown(what: str, name: str, known: tuple[str, ...]) -> SettingsError:
     return SettingsError(f"unknown {what} {name!r}{hint}: known ones are {', '.join(known)}")
 
 
-def _check_permission(sub: str, value: Any) -> None:
-    if sub not in PERMISSION_VALUES:
-        raise _unknown("settings key", f"permissions.{sub}", tuple(
-            f"permissions.{k}" for k in PERMISSION_VALUES
-        ))
-    allowed = PERMISSION_VALUES[sub]
-    if value not in allowed:
-        raise SettingsError(
-            f"permissions.{sub} cannot be {_show(value)}: use one of {', '.join(allowed)}"
-        )
+def _check_permissions(value: Any) -> None:
+    """Every layer of a ``permissions`` object (the top, and each of ``profiles`` and
+    ``kinds``) names only keys fleet knows, with values they take."""
+    layers = [("permissions", {k: v for k, v in value.items() if k not in PERMISSION_TABLES})]
+    for section in PERMISSION_TABLES:
+        for name, layer in (value.get(section) or {}).items():
+            layers.append((f"permissions.{section}.{name}", layer))
+    known = (*PERMISSION_VALUES, *PERMISSION_LISTS)
+    for where, layer in layers:
+        for sub, item in layer.items():
+            if sub in PERMISSION_LISTS:
+                continue
+            if sub not in PERMISSION_VALUES:
+                raise _unknown("settings key", f"{where}.{sub}", tuple(
+                    f"{where}.{k}" for k in (*known, *(PERMISSION_TABLES if where ==
+                                                       "permissions" else ()))
+                ))
+            allowed = PERMISSION_VALUES[sub]
+            if item not in allowed:
+                raise SettingsError(
+                    f"{where}.{sub} cannot be {_show(item)}: use one of {', '.join(allowed)}"
+                )
 
 
 def _check_hub(sub: str, value: Any) -> None:
@@ -217,17 +232,22 @@ def check_value(key: str, value: Any) -> Any:
             return value
         Settings.from_mapping({top: value})
         if top == "permissions":
-            for sub, item in value.items():
-                _check_permission(sub, item)
+            _check_permissions(value)
         return value
-    if len(parts) > 2 or top not in ("permissions", "hub", "profiles"):
-        raise SettingsError(f"{top} has no subkeys: set {top} itself")
-    if top == "permissions":
-        if not isinstance(value, str):
-            raise SettingsError(f"{key} must be text")
-        _check_permission(parts[1], value)
-    else:
+    if top == "hub":
+        if len(parts) > 2:
+            raise SettingsError(f"{key}: hub's subkeys have no subkeys")
         _check_hub(parts[1], value)
+        return value
+    if top != "permissions":
+        raise SettingsError(f"{top} has no subkeys: set {top} itself")
+    # The whole object is checked as it will be stored, so a subkey set alone (e.g.
+    # permissions.profiles.claude:work.allowedTools) gets the same errors.
+    nested: Any = value
+    for part in reversed(parts[1:]):
+        nested = {part: nested}
+    Settings.from_mapping({"permissions": nested})
+    _check_permissions(nested)
     return value
 
 

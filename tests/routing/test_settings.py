@@ -95,7 +95,7 @@ def test_a_malformed_file_is_refused_and_left_byte_for_byte(path: Path, text: st
         ("permissions.claude", 3, "must be text"),
         ("permissions.claude", "bogus", "permissions.claude cannot be 'bogus': use one of "
          "default, acceptEdits, plan"),
-        ("permissions.codex", "sometimes", "use one of untrusted, on-failure, on-request, never"),
+        ("permissions.codex", "sometimes", "use one of on-failure, on-request, never"),
         ("permissions.codexSandbox", "all", "use one of read-only, workspace-write"),
         ("permissions", {"claude": "bogus"}, "permissions.claude cannot be"),
         ("permissions.other", "x", "unknown settings key 'permissions.other'"),
@@ -103,7 +103,7 @@ def test_a_malformed_file_is_refused_and_left_byte_for_byte(path: Path, text: st
          "known ones are workers, routing, maxUsage, retire, permissions, hub, profiles"),
         ("bogus", 1, "unknown settings key 'bogus': known ones are workers"),
         ("workers.x", 1, "workers has no subkeys"),
-        ("permissions.claude.x", "plan", "permissions has no subkeys"),
+        ("permissions.claude.x", "plan", "permissions.claude must be text"),
         ("hub.url", 3, "hub.url must be text"),
         ("hub.view", "yes", "hub.view must be true or false"),
         ("hub.heartbeat", 0, "hub.heartbeat must be a number of seconds"),

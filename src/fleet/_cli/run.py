@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from fleet._core.fold import WorkerState
 from fleet._keys import KEY_SOURCE_HELP
 
 if TYPE_CHECKING:
+    from fleet._permissions import PermissionPolicy
     from fleet.adapters.headless import HeadlessOptions
 
 START_DESCRIPTION = f"""\
@@ -42,6 +44,13 @@ Where the agent runs:
 The worktree goes beside the repository, in <repo>.fleet/WORKER ($FLEET_WORKTREES/<repo
 name>/WORKER when that is set). Success is judged on is_error and the exit code, never on
 the result's subtype.
+
+Permissions: a headless worker has nobody to answer a prompt, so claude -p denies every tool
+call that needs approval and still reports success. Use bypassPermissions (the default; the
+worktree is the cage; as root it needs IS_SANDBOX=1 in the environment) or dontAsk with
+--allowed-tools (the mode a coordinator in auto mode may start). default, acceptEdits and
+plan are refused before anything is created unless you pass --insist. Settings
+`permissions` (per profile and per kind of task) give the defaults; options win.
 """
 
 RUN_DESCRIPTION = """\
@@ -52,6 +61,11 @@ With --endpoint, routing is skipped and every task runs on that endpoint, each i
 isolated config dir. Claude workers on one profile start one at a time (each until its
 agent has journaled its first event), because a starting Claude Code rewrites its state
 file. Exit code 4 when some task could not be started (each is listed with the reason).
+
+Each task's permission policy is the settings' `permissions` (then its kind's and its
+profile's tables), then the task's own `permissions` table, then these options. A task whose
+mode would ask a person (default, acceptEdits, plan) refuses the whole run before anything
+is created, unless you pass --insist; see `fleet start --help`.
 """
 
 
@@ -113,11 +127,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="Claude permission mode, or Codex sandbox (default: settings "
                    "`permissions`, else bypassPermissions: the worktree is the cage)")
     p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
+    _permission_options(p)
     _retry_options(p)
     add_json(p)
     add_examples(
         p,
         "fleet run tasks.toml --max-parallel 2",
+        "fleet run tasks.toml --permission-mode dontAsk --allowed-tools 'Read,Edit,Bash(git:*)'",
         "fleet run tasks.toml --json",
     )
     p.set_defaults(run=cmd_run)
@@ -139,7 +155,23 @@ def _launch_options(p: argparse.ArgumentParser) -> None:
                    help="Claude permission mode, or Codex sandbox (default: settings "
                    "`permissions`, else bypassPermissions: the worktree is the cage)")
     p.add_argument("--effort", metavar="LEVEL", help="effort level (low, medium, high, ...)")
+    _permission_options(p)
     _retry_options(p)
+
+
+def _permission_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allowed-tools", action="append", default=[], metavar="RULES",
+                   help="tools the worker may use without asking, Claude Code's rules "
+                   "(comma-separated or repeated: 'Read,Edit,Bash(git status:*)'); the "
+                   "allowlist dontAsk needs")
+    p.add_argument("--disallowed-tools", action="append", default=[], metavar="RULES",
+                   help="tools the worker may never use (same form)")
+    p.add_argument("--add-dir", action="append", default=[], metavar="DIR",
+                   help="another directory the worker may work in (repeatable; Codex: a "
+                   "writable root)")
+    p.add_argument("--insist", action="store_true",
+                   help="start even in a mode that asks a person (default, acceptEdits, "
+                   "plan), which a headless worker cannot answer")
 
 
 def _retry_options(p: argparse.ArgumentParser) -> None:
@@ -163,6 +195,86 @@ def _options(args: argparse.Namespace) -> HeadlessOptions:
     )
 
 
+def _tool_of(profile: str | None, tool: str) -> str:
+    # The headless adapter's rule: a profile's own tool (its name's prefix) wins over --tool.
+    return profile.split(":", 1)[0] if profile and ":" in profile else tool
+
+
+def _cli_policy(args: argparse.Namespace, tool: str, *, either: bool = False) -> PermissionPolicy:
+    """What the options say; ``--permission-mode`` is Codex's sandbox for a Codex worker, as
+    the headless adapter reads it. ``either``: the task may go to either tool, so a mode of
+    the other tool's kind is not this tool's."""
+    from fleet._permissions import CLAUDE_MODES, CODEX_SANDBOXES, PermissionPolicy, split_rules
+
+    mode = args.permission_mode
+    codex = tool == "codex"
+    if either and mode in (CLAUDE_MODES if codex else CODEX_SANDBOXES):
+        mode = None
+    return PermissionPolicy(
+        mode=None if codex else mode,
+        codex_sandbox=mode if codex else None,
+        allowed_tools=split_rules(args.allowed_tools),
+        disallowed_tools=split_rules(args.disallowed_tools),
+        add_dirs=tuple(args.add_dir),
+    )
+
+
+def _check_policy(policy: PermissionPolicy, tool: str, *, insist: bool,
+                  where: str = "") -> list[str]:
+    from fleet._errors import Refused
+    from fleet._permissions import check_headless, is_root
+
+    try:
+        return [where + w for w in check_headless(policy, tool=tool, is_root=is_root(),
+                                                  force=insist, env=os.environ)]
+    except Refused as exc:
+        raise Refused(where + str(exc)) from None
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in dict.fromkeys(warnings):
+        sys.stderr.write(f"fleet: warning: {warning}\n")
+
+
+def start_policy(args: argparse.Namespace) -> tuple[PermissionPolicy, list[str]]:
+    """The policy of `fleet start`'s worker, checked; Refused before anything is created."""
+    from fleet._permissions import policy_from_settings
+    from fleet._settings import load_settings
+
+    rules = load_settings().permission_rules
+    tool = _tool_of(args.profile, args.tool)
+    policy = policy_from_settings(rules, profile=args.profile, cli=_cli_policy(args, tool))
+    return policy, _check_policy(policy, tool, insist=args.insist)
+
+
+def run_policies(args: argparse.Namespace) -> tuple[dict[str, PermissionPolicy], list[str]]:
+    """Each task's policy for `fleet run`, checked for every tool the task may be routed to;
+    Refused (naming the task) before anything is created."""
+    from fleet._errors import SettingsError
+    from fleet._permissions import policy_from_settings
+    from fleet._plan import load_task_file
+    from fleet._settings import load_settings
+
+    rules = load_settings().permission_rules
+    task_file = load_task_file(Path(args.tasks))
+    policies: dict[str, PermissionPolicy] = {}
+    warnings: list[str] = []
+    for task in task_file.tasks:
+        known = task.tool or (_tool_of(task.profile, "") if task.profile else None)
+        for tool in (known,) if known else ("claude", "codex"):
+            where = f"task {task.name!r} ({tool}): "
+            try:
+                policy = policy_from_settings(
+                    rules, profile=task.profile, kind=task.kind,
+                    task=task_file.permissions.get(task.name),
+                    cli=_cli_policy(args, tool, either=not known))
+            except SettingsError as exc:
+                raise SettingsError(where + str(exc)) from None
+            warnings += _check_policy(policy, tool, insist=args.insist, where=where)
+            policies.setdefault(task.name, policy)
+    return policies, warnings
+
+
 def _line(state: WorkerState) -> str:
     pid = state.handle.get("supervisor_pid", "-")
     return (
@@ -174,6 +286,10 @@ def _line(state: WorkerState) -> str:
 def cmd_start(args: argparse.Namespace) -> int:
     from fleet._orchestrate import start_worker
 
+    # Checked before the adapter creates a worktree or a journal. The policy is not handed on
+    # yet: the launch builder that takes it is being written (see fleet._permissions). Its
+    # warnings wait for the adapter's own checks, so a failing start says one thing.
+    _policy, warnings = start_policy(args)
     opts = _options(args)
     state = start_worker(
         args.worker,
@@ -189,6 +305,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         home=args.home,
         options=opts,
     )
+    _warn(warnings)
     if args.json:
         print_json(state)
     else:
@@ -210,6 +327,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from fleet._orchestrate import run_tasks
 
+    _policies, policy_warnings = run_policies(args)
     opts = _options(args)
 
     def announce(state: WorkerState) -> None:
@@ -228,17 +346,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         home=args.home,
         on_start=announce,
     )
+    warnings = [*dict.fromkeys(policy_warnings), *result.warnings]
     if args.json:
         print_json(
             {
                 "started": list(result.started),
                 "skipped": [{"task": t, "reason": r} for t, r in result.skipped],
-                "warnings": list(result.warnings),
+                "warnings": warnings,
             }
         )
     else:
         for task, reason in result.skipped:
             sys.stdout.write(f"{task}: not started: {reason}\n")
-        for warning in result.warnings:
-            sys.stderr.write(f"fleet: warning: {warning}\n")
+        _warn(warnings)
     return Exit.REFUSED if result.skipped else Exit.OK

@@ -26,6 +26,9 @@ class Settings:
     max_usage: float = DEFAULT_MAX_USAGE
     retire: str = "ask"
     permissions: Mapping[str, str] = attrs.field(factory=dict)
+    #: The whole ``permissions`` object, lists and per-profile / per-kind tables included
+    #: (``fleet._permissions.policy_from_settings`` reads it); ``permissions`` keeps its texts.
+    permission_rules: Mapping[str, Any] = attrs.field(factory=dict)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Settings:
@@ -65,14 +68,15 @@ class Settings:
             errors.append("retire must be ask or auto")
             retire = "ask"
         permissions: dict[str, str] = {}
+        rules: dict[str, Any] = {}
         raw_perm = data.get("permissions")
         if raw_perm is not None:
-            if not isinstance(raw_perm, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in raw_perm.items()
-            ):
-                errors.append("permissions must be an object of texts")
+            problem = _permissions_problem(raw_perm)
+            if problem:
+                errors.append(problem)
             else:
-                permissions = dict(raw_perm)
+                rules = dict(raw_perm)
+                permissions = {k: v for k, v in rules.items() if isinstance(v, str)}
         if errors:
             raise SettingsError("; ".join(errors))
         return cls(
@@ -81,6 +85,50 @@ class Settings:
             max_usage=max_usage,
             retire=str(retire),
             permissions=permissions,
+            permission_rules=rules,
         )
+
+
+#: Keys of ``permissions`` that hold tool rules or directories rather than one text.
+PERMISSION_LISTS: Final = ("allowedTools", "disallowedTools", "addDirs")
+#: Keys of ``permissions`` that hold a table per profile or per kind of task.
+PERMISSION_TABLES: Final = ("profiles", "kinds")
+
+
+def _is_texts(value: object) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+def _layer_problem(raw: object, where: str) -> str | None:
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) for k in raw):
+        return f"{where} must be an object"
+    for key, value in raw.items():
+        if key in PERMISSION_LISTS:
+            if not _is_texts(value):
+                return f"{where}.{key} must be text or a list of texts"
+        elif not isinstance(value, str):
+            return f"{where}.{key} must be text"
+    return None
+
+
+def _permissions_problem(raw: object) -> str | None:
+    if not isinstance(raw, Mapping):
+        return "permissions must be an object"
+    top = {k: v for k, v in raw.items() if k not in PERMISSION_TABLES}
+    problem = _layer_problem(top, "permissions")
+    if problem:
+        return problem
+    for section in PERMISSION_TABLES:
+        table = raw.get(section)
+        if table is None:
+            continue
+        if not isinstance(table, Mapping):
+            return f"permissions.{section} must be an object of objects"
+        for name, layer in table.items():
+            problem = _layer_problem(layer, f"permissions.{section}.{name}")
+            if problem:
+                return problem
+    return None
 
 
