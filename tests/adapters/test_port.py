@@ -117,3 +117,35 @@ def test_the_file_port_gives_up_at_its_clocks_deadline(home: Path, tmp_path: Pat
     assert not port.wait_until("w1", lambda: False, timeout=0.2)
     assert time.monotonic() - started < 5
     assert os.path.isfile(journal_path(home, "w1"))
+
+
+def test_a_follow_up_answered_at_once_still_wakes_the_coordinator(
+    herdr: Rig, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent answers before send() returns (a fast model): the follow-up must have marked
+    # only the state the coordinator saw, never the answer.
+    from fleet._core.events import FollowUpSent
+    from fleet.testing import MemoryJournal
+
+    port = MemoryJournal(tmp_path / "memory-home")
+    assert isinstance(port, JournalPort)
+    adapter = HerdrAdapter(runner=RecordingRunner(), journal=port, herdr=HERDR,
+                           clausona=CLAUSONA, poll=0.05)
+    ws = adapter.create_workspace("w1", repo=herdr.repo.path, base="main", label="Docs")
+    adapter.start(ws, herdr.spec("w1", herdr.brief("Write the docs.\n")))
+    port.append("w1", HookEvent(ts=port.clock.now(), src="claude", hook="Stop", data={}))
+    seen_mark = port.state("w1").mark
+
+    def answer_at_once(agent: str, text: str) -> None:
+        port.append("w1", HookEvent(ts=port.clock.now(), src="claude", hook="UserPromptSubmit",
+                                    data={}))
+        port.append("w1", HookEvent(ts=port.clock.now(), src="claude", hook="Stop", data={}))
+
+    monkeypatch.setattr(adapter, "prompt", answer_at_once)
+    follow = tmp_path / "follow.md"
+    follow.write_text("And the changelog.\n")
+    adapter.send(ws, follow)
+    (sent,) = [e for e in port.events("w1") if isinstance(e, FollowUpSent)]
+    assert sent.seen == seen_mark
+    after = port.state("w1")
+    assert (after.state, after.needs_attention) == ("stopped", True) and after.mark != seen_mark

@@ -389,10 +389,12 @@ class HerdrAdapter:
     def send(self, workspace: Workspace, text_file: Path) -> None:
         if not text_file.is_file():
             raise FileNotFoundError(f"no follow-up file {text_file}")
-        self.prompt(_agent(workspace), pointer_line(text_file, kind="follow-up"))
         worker = workspace.handle.get("worker")
         if worker:
+            # Journaled before it is typed: the mark it records as answered is the one the
+            # coordinator saw, never the worker's answer to this follow-up.
             self.journal.note_follow_up(worker, file=str(text_file))
+        self.prompt(_agent(workspace), pointer_line(text_file, kind="follow-up"))
 
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         old_pane, old_name = _pane(workspace), _agent(workspace)

@@ -567,10 +567,12 @@ class SupersetAdapter:
         if not text_file.is_file():
             raise FileNotFoundError(f"no follow-up file {text_file}")
         text = self._prompt(workspace, text_file, "follow-up")
-        self.backend.send(_workspace_id(workspace), _terminal(workspace), text)
         worker = workspace.handle.get("worker")
         if worker:
+            # Journaled before it is typed: the mark it records as answered is the one the
+            # coordinator saw, never the worker's answer to this follow-up.
             self.journal.note_follow_up(worker, file=str(text_file))
+        self.backend.send(_workspace_id(workspace), _terminal(workspace), text)
 
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         config = self.config_for(spec)
