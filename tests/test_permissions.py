@@ -64,8 +64,8 @@ def test_claude_args_one_flag_per_rule() -> None:
                               disallowed_tools=["WebFetch"], add_dirs=["/data"])
     assert claude_args(policy) == [
         "--permission-mode", "dontAsk",
-        "--allowedTools", "Read", "--allowedTools", "Bash(git status:*)",
-        "--disallowedTools", "WebFetch", "--add-dir", "/data",
+        "--allowedTools=Read", "--allowedTools=Bash(git status:*)",
+        "--disallowedTools=WebFetch", "--add-dir=/data",
     ]
 
 

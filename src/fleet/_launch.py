@@ -88,6 +88,19 @@ def superset_config_args(profile: str | None, tool: str, args: Sequence[str]) ->
 # -- headless runs (claude -p, codex exec) --------------------------------------------------
 
 
+def rule_args(
+    allowed_tools: Sequence[str], disallowed_tools: Sequence[str], add_dirs: Sequence[str]
+) -> list[str]:
+    """Claude Code's tool rules and extra directories, one ``--flag=value`` each: these flags
+    take many values, so ``--allowedTools Write PROMPT`` reads the prompt as a second tool
+    (seen on 2.1.197 and 2.1.332), while ``--allowedTools=Write PROMPT`` does not."""
+    return [
+        *(f"--allowedTools={rule}" for rule in allowed_tools),
+        *(f"--disallowedTools={rule}" for rule in disallowed_tools),
+        *(f"--add-dir={directory}" for directory in add_dirs),
+    ]
+
+
 def headless_claude_argv(
     *,
     claude: str,
@@ -97,12 +110,16 @@ def headless_claude_argv(
     model: str | None,
     effort: str | None,
     resume: str | None,
+    allowed_tools: Sequence[str] = (),
+    disallowed_tools: Sequence[str] = (),
+    add_dirs: Sequence[str] = (),
 ) -> list[str]:
     # stream-json: every turn's result, so a claim made before automatic turns (Claude Code
     # answering its background tasks' notifications) is still read from the run's output.
     args = ["-p", "--output-format", "stream-json", "--verbose"]
     if permission_mode:
         args += ["--permission-mode", permission_mode]
+    args += rule_args(allowed_tools, disallowed_tools, add_dirs)
     if model:
         args += ["--model", model]
     if effort:

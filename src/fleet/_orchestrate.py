@@ -30,6 +30,7 @@ from fleet._fold_cache import load_states
 from fleet._home import FILE_MODE, ensure_dir, worker_dir
 from fleet._keys import resolve_key
 from fleet._liveness import DeathWatch
+from fleet._permissions import PermissionPolicy
 from fleet._port import FileJournal
 from fleet._runner import Runner
 from fleet._supervisor import SRC
@@ -57,6 +58,7 @@ def start_worker(
     small_model: str | None = None,
     tool: str = "claude",
     permission_mode: str | None = None,
+    policy: PermissionPolicy | None = None,
     effort: str | None = None,
     base: str | None = None,
     timeout: float | None = None,
@@ -78,7 +80,8 @@ def start_worker(
     tool's default config. ``permission_mode`` defaults to the fleet settings' ``permissions``
     (``claude``, or ``codexSandbox`` for Codex), else ``bypassPermissions`` (Codex:
     ``danger-full-access``): a headless run cannot answer a prompt, and the worktree is its
-    cage.
+    cage. A ``policy`` (:mod:`fleet._permissions`, checked by the caller) gives the mode and
+    the tool rules and extra directories the agent is started with.
 
     Claude workers on one profile start one at a time: this waits (up to ``start_timeout``)
     until every other worker of the profile that is still starting up has journaled its first
@@ -103,6 +106,8 @@ def start_worker(
         raise SettingsError("give a profile or an endpoint, not both")
     if tool not in TOOLS:
         raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
+    if permission_mode is None and policy is not None:
+        permission_mode = policy.mode
     if permission_mode is None:
         permission_mode = _settings_permission(_tool_of(profile, tool))
     if opts.key_from is not None:
@@ -127,6 +132,9 @@ def start_worker(
             small_model=small_model,
             permission_mode=permission_mode,
             effort=effort,
+            allowed_tools=policy.allowed_tools if policy else (),
+            disallowed_tools=policy.disallowed_tools if policy else (),
+            add_dirs=policy.add_dirs if policy else (),
         )
         workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
         pending: Pending | None = None
@@ -399,6 +407,7 @@ def run_tasks(
     max_parallel: int = 4,
     options: HeadlessOptions | None = None,
     permission_mode: str | None = None,
+    policies: Mapping[str, PermissionPolicy] | None = None,
     effort: str | None = None,
     home: str | os.PathLike[str] | None = None,
     runner: Runner | None = None,
@@ -439,6 +448,7 @@ def run_tasks(
             model=item.model,
             tool=item.tool,
             permission_mode=permission_mode,
+            policy=(policies or {}).get(item.worker),
             effort=effort,
             base=ref,
             home=adapter.home,

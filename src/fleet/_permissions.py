@@ -186,16 +186,12 @@ def task_layer(raw: Any) -> PermissionPolicy:
 
 
 def claude_args(policy: PermissionPolicy) -> list[str]:
-    """Claude Code flags for the policy. One flag per rule: a value after
-    ``--allowedTools`` never swallows the prompt that follows."""
-    args = ["--permission-mode", policy.mode or DEFAULT_MODE]
-    for rule in policy.allowed_tools:
-        args += ["--allowedTools", rule]
-    for rule in policy.disallowed_tools:
-        args += ["--disallowedTools", rule]
-    for directory in policy.add_dirs:
-        args += ["--add-dir", directory]
-    return args
+    """Claude Code flags for the policy, one ``--flag=value`` per rule (see
+    :func:`fleet._launch.rule_args`: the prompt after them is never read as a rule)."""
+    from fleet._launch import rule_args
+
+    return ["--permission-mode", policy.mode or DEFAULT_MODE,
+            *rule_args(policy.allowed_tools, policy.disallowed_tools, policy.add_dirs)]
 
 
 def _toml_string(value: str) -> str:

@@ -250,3 +250,17 @@ def test_codex_asking_for_approval_runs_without_waiting(
     assert run.returncode == 0, run.describe()
     assert not (repo.path / "made.txt").exists()
     assert "Read-only file system" in _outputs(run) and "AFTER" in _outputs(run)
+
+
+def test_the_prompt_after_the_rules_is_read_as_the_prompt(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo
+) -> None:
+    """fleet puts the prompt last: the rule flags take many values, so each is one
+    ``--flag=value`` (``--allowedTools Write PROMPT`` would read the prompt as a tool)."""
+    anthropic.script([say("Read it.")])
+    argv = [str(claude.agents.claude), "-p", "--output-format", "json",
+            *claude_args(WORKER), "the-prompt-after-the-rules"]
+    claude.trust(repo.path)
+    run = claude.processes.run(argv, cwd=repo.path, env=claude.env(), timeout=90)
+    assert run.returncode == 0, run.describe()
+    assert any(b"the-prompt-after-the-rules" in r.body for r in anthropic.recorded("main"))

@@ -3,6 +3,7 @@ wakes for it."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from fleet import Fleet
@@ -37,3 +38,23 @@ def test_a_follow_up_whose_agent_cannot_start_wakes_wait(
     (after,) = woke.attention
     assert after.state == "gone" and after.mark != first.mark
     assert after.exit is not None and after.exit.exit_code == 127
+
+
+def test_a_policy_reaches_the_agents_command_line_and_its_record(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path
+) -> None:
+    from fleet._permissions import PermissionPolicy
+
+    policy = PermissionPolicy(mode="dontAsk", allowed_tools=("Write", "Bash(git:*)"),
+                              disallowed_tools=("WebFetch",), add_dirs=(str(tmp_path),))
+    start_worker("ruled", task=brief(tmp_path), repo=repo.path, options=fake.options(),
+                 policy=policy)
+    exited(home, "ruled")
+    argv = fake.calls()[0]["argv"]
+    pairs = list(itertools.pairwise(argv))
+    assert ("--permission-mode", "dontAsk") in pairs
+    assert "--allowedTools=Write" in argv and "--allowedTools=Bash(git:*)" in argv
+    assert "--disallowedTools=WebFetch" in argv and f"--add-dir={tmp_path}" in argv
+    assert argv[-1] == "# Fix the bug\nMake the tests pass.\n"  # the prompt, not a rule
+    record = HeadlessAdapter(options=fake.options()).record("ruled")
+    assert record.allowed_tools == ("Write", "Bash(git:*)")  # a follow-up runs with the same

@@ -286,10 +286,9 @@ def _line(state: WorkerState) -> str:
 def cmd_start(args: argparse.Namespace) -> int:
     from fleet._orchestrate import start_worker
 
-    # Checked before the adapter creates a worktree or a journal. The policy is not handed on
-    # yet: the launch builder that takes it is being written (see fleet._permissions). Its
-    # warnings wait for the adapter's own checks, so a failing start says one thing.
-    _policy, warnings = start_policy(args)
+    # Checked before the adapter creates a worktree or a journal. Its warnings wait for the
+    # adapter's own checks, so a failing start says one thing.
+    policy, warnings = start_policy(args)
     opts = _options(args)
     state = start_worker(
         args.worker,
@@ -300,6 +299,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         small_model=args.small_model,
         tool=args.tool,
         permission_mode=args.permission_mode,
+        policy=policy,
         effort=args.effort,
         base=args.base,
         home=args.home,
@@ -327,7 +327,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from fleet._orchestrate import run_tasks
 
-    _policies, policy_warnings = run_policies(args)
+    policies, policy_warnings = run_policies(args)
     opts = _options(args)
 
     def announce(state: WorkerState) -> None:
@@ -342,6 +342,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_parallel=args.max_parallel,
         options=opts,
         permission_mode=args.permission_mode,
+        policies=policies,
         effort=args.effort,
         home=args.home,
         on_start=announce,

@@ -47,6 +47,11 @@ class LaunchSpec:
     effort: str | None = None
     config_dir: Path | None = None
     extra_args: tuple[str, ...] = ()
+    #: tool rules and extra directories of the worker's permission policy (Claude Code's
+    #: --allowedTools, --disallowedTools, --add-dir)
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -196,6 +196,9 @@ class LaunchRecord:
     model: str | None = None
     small_model: str | None = None
     permission_mode: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
     effort: str | None = None
     endpoint: str | None = None
     key_from: str | None = None
@@ -490,6 +493,9 @@ class HeadlessAdapter:
             model=spec.model,
             small_model=spec.small_model,
             permission_mode=spec.permission_mode or DEFAULT_PERMISSION_MODE,
+            allowed_tools=spec.allowed_tools,
+            disallowed_tools=spec.disallowed_tools,
+            add_dirs=spec.add_dirs,
             effort=spec.effort,
             endpoint=o.endpoint,
             key_from=o.key_from,
@@ -775,7 +781,8 @@ def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) ->
     return headless_claude_argv(
         claude=record.claude, profile=record.profile, clausona=_clausona(record),
         permission_mode=record.permission_mode, model=model, effort=record.effort,
-        resume=resume,
+        resume=resume, allowed_tools=record.allowed_tools,
+        disallowed_tools=record.disallowed_tools, add_dirs=record.add_dirs,
     )
 
 
