@@ -6,60 +6,38 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from fleet._clock import Clock
-from fleet._core.events import Event, HookEvent
+from fleet._core.events import HookEvent
 from fleet._core.fold import WorkerState
 from fleet._home import journal_path
 from fleet._port import FileJournal, JournalPort
 from fleet.adapters.herdr import HerdrAdapter
-from fleet.testing import MockClock
+from fleet.testing import MemoryJournal
 from tests.adapters.conftest import CLAUSONA, HERDR, RecordingRunner, Rig, make_rig
 from tests.conftest import Repo
 
 
-class MemoryJournal:
-    """A port that keeps what it is told in memory, and journals nothing."""
+class SpyJournal(MemoryJournal):
+    """The in-memory port, noting which of its verbs an adapter called."""
 
     def __init__(self, home: Path) -> None:
-        self._home = home
-        self._clock = MockClock()
+        super().__init__(home)
         self.calls: list[tuple[str, str]] = []
 
-    @property
-    def home(self) -> Path:
-        return self._home
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    def append(self, worker: str, event: Event) -> None:
-        self.calls.append(("append", worker))
-
-    def register(self, worker: str, **fields: object) -> WorkerState:
+    def register(self, worker: str, **fields: Any) -> WorkerState:
         self.calls.append(("register", worker))
-        return self.state(worker)
-
-    def attach(self, worker: str, handle: dict[str, str]) -> None:
-        self.calls.append(("attach", worker))
+        return super().register(worker, **fields)
 
     def note_follow_up(
         self, worker: str, *, text: str | None = None, file: str | None = None
     ) -> None:
         self.calls.append(("follow_up", worker))
-
-    def state(self, worker: str) -> WorkerState:
-        return WorkerState(worker=worker, state="working", reason="", since=0.0, seq=0,
-                           mark=f"{worker}@0", needs_attention=False, seen=False, quiet_at=None,
-                           live=None)
-
-    def wait_until(self, worker: str, ready: Callable[[], bool], *, timeout: float) -> bool:
-        return ready()
+        super().note_follow_up(worker, text=text, file=file)
 
 
 @pytest.fixture
@@ -70,7 +48,7 @@ def herdr(tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Iterat
 def test_an_adapter_journals_through_the_port_it_is_handed(
     herdr: Rig, home: Path, tmp_path: Path
 ) -> None:
-    port = MemoryJournal(home)
+    port = SpyJournal(home)
     assert isinstance(port, JournalPort)
     adapter = HerdrAdapter(runner=RecordingRunner(), journal=port, herdr=HERDR,
                            clausona=CLAUSONA, poll=0.05)
@@ -125,7 +103,6 @@ def test_a_follow_up_answered_at_once_still_wakes_the_coordinator(
     # The agent answers before send() returns (a fast model): the follow-up must have marked
     # only the state the coordinator saw, never the answer.
     from fleet._core.events import FollowUpSent
-    from fleet.testing import MemoryJournal
 
     port = MemoryJournal(tmp_path / "memory-home")
     assert isinstance(port, JournalPort)
