@@ -27,6 +27,7 @@ from fleet._core.fold import WorkerState
 from fleet._core.ids import validate_worker_id
 from fleet._errors import FleetError, Refused, SettingsError, ToolError
 from fleet._fold_cache import load_states
+from fleet._git import Git, GitError
 from fleet._home import FILE_MODE, ensure_dir, worker_dir
 from fleet._keys import resolve_key
 from fleet._liveness import DeathWatch
@@ -117,11 +118,12 @@ def start_worker(
     adapter = HeadlessAdapter(runner=runner, options=opts, journal=journal)
     if _journal.exists(adapter.home, worker):
         raise Refused(f"worker {worker} already exists; pick another id")
+    repo_path = Path(repo).absolute()
+    _require_repository(repo_path, runner)  # before the profile lock writes anything
     serialize = bool(profile) and _tool_of(profile, tool) == "claude"
     with _profile_lock(adapter.home, profile if serialize else None):
         if serialize and profile:
             wait_for_profile(profile, home=adapter.home, clock=clock, timeout=start_timeout)
-        repo_path = Path(repo).absolute()
         ref = base or "HEAD"
         spec = LaunchSpec(
             worker=worker,
@@ -172,6 +174,16 @@ def _check_argument(name: str, value: str | None) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise SettingsError(f"the {name} is not valid UTF-8 text") from None
+
+
+def _require_repository(path: Path, runner: Runner | None) -> None:
+    """SettingsError unless ``path`` is a directory in a git repository."""
+    if not path.is_dir():
+        raise SettingsError(f"repository {path} is not a directory")
+    try:
+        Git(runner).run(path, "rev-parse", "--git-dir")
+    except GitError:
+        raise SettingsError(f"{path} is not in a git repository") from None
 
 
 @contextlib.contextmanager
