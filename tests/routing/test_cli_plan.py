@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,9 @@ import pytest
 
 from fleet._cli import main
 from fleet._core.routing import Choices, Settings, profiles_from_json
-from fleet._errors import SettingsError, ToolError
+from fleet._errors import SettingsError
 from fleet._launch import profile_tool_args as tool_args
 from fleet._plan import load_task_file, load_tasks, plan_tasks
-from fleet._runner import SubprocessRunner
-from fleet.adapters.clausona import NO_CAPACITY_EXIT, Clausona, NoCapacity, check_run
 
 from .helpers import item
 from .test_profiles import FAKE
@@ -269,81 +266,7 @@ def _one_task(tmp_path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# The clausona adapter
-
-
-@pytest.fixture
-def clausona(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Clausona, Path]:
-    """The adapter on the fake clausona, whose `run` executes a tiny stand-in tool."""
-    tool = tmp_path / "tool"
-    tool.write_text(
-        f"#!{sys.executable}\nimport os, sys\n"
-        "print(os.environ.get('CLAUDE_CONFIG_DIR', '-'), *sys.argv[1:])\n"
-        "sys.exit(int(os.environ.get('TOOL_EXIT', '0')))\n"
-    )
-    tool.chmod(0o755)
-    state = tmp_path / "state.json"
-    state.write_text(json.dumps({
-        "profiles": [
-            item("claude:work", quota=quota(20)),
-            item("claude:full", quota=quota(99)),
-        ],
-        "binaries": {"claude": str(tool), "codex": str(tool)},
-    }))
-    monkeypatch.setenv("CLAUSONA_FAKE", str(state))
-    return Clausona(SubprocessRunner(), binary=str(FAKE)), state
-
-
-def test_run_argv_and_a_real_run_on_a_profile(clausona: tuple[Clausona, Path]) -> None:
-    adapter, _ = clausona
-    argv = adapter.run_argv("claude:work", ["-p", "--", "x"])
-    assert argv == [str(FAKE), "run", "claude:work", "--", "-p", "--", "x"]
-    done = adapter.run(argv, timeout=60)
-    assert done.returncode == 0
-    assert done.stdout.split() == ["/home/me/.claude-work", "-p", "--", "x"]
-    with pytest.raises(ValueError, match="invalid profile"):
-        adapter.run_argv("--route")
-
-
-def test_the_tool_exit_code_passes_through(
-    clausona: tuple[Clausona, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    adapter, _ = clausona
-    monkeypatch.setenv("TOOL_EXIT", "3")
-    done = adapter.run(adapter.run_argv("claude:full", ["-p", "hi"]), timeout=60)
-    assert done.returncode == 3  # a named profile runs whatever its quota
-
-
-def test_routed_run_with_no_capacity_is_exit_75(clausona: tuple[Clausona, Path]) -> None:
-    adapter, state = clausona
-    argv = adapter.routed_argv("claude", ["-p", "hi"], exclude=["claude:work"], max_usage=90)
-    assert argv == [str(FAKE), "run", "claude", "--exclude", "claude:work", "--max-usage", "90",
-                    "--", "-p", "hi"]
-    with pytest.raises(NoCapacity, match="exit 75"):
-        adapter.run(argv, timeout=60)
-    done = adapter.run(adapter.routed_argv("claude", ["-p", "hi"]), timeout=60)
-    assert done.returncode == 0 and done.stdout.split()[1:] == ["-p", "hi"]
-    assert json.loads(state.read_text())["calls"][-1] == ["run", "claude", "--", "-p", "hi"]
-
-
-def test_a_clausona_error_from_run_is_one_line(clausona: tuple[Clausona, Path]) -> None:
-    adapter, _ = clausona
-    with pytest.raises(ToolError, match="clausona run failed: Unknown profile: nope"):
-        adapter.run(adapter.run_argv("nope"), timeout=60)
-
-
-def test_check_run_leaves_tool_exits_alone() -> None:
-    from fleet._runner import Completed
-
-    ok = Completed(argv=("x",), returncode=1, stdout="", stderr="tool said no\n")
-    assert check_run(ok) is ok
-    with pytest.raises(NoCapacity):
-        check_run(Completed(argv=("x",), returncode=NO_CAPACITY_EXIT, stdout="", stderr=""))
-
-
-def test_adapter_lists_profiles(clausona: tuple[Clausona, Path]) -> None:
-    adapter, _ = clausona
-    assert [p.name for p in adapter.profiles()] == ["claude:work", "claude:full"]
+# clausona's fleet rules
 
 
 def test_tool_args_follow_clausona_fleet_rules() -> None:
