@@ -13,7 +13,7 @@ import pytest
 
 from fleet import _agent_config as cfg
 from fleet._errors import SettingsError
-from fleet.adapters.headless import LaunchRecord, _codex_config, _trust_claude, _trust_codex
+from fleet.adapters._headless_run import LaunchRecord, codex_config, trust_claude, trust_codex
 
 USER_TOML = """\
 # my Codex settings
@@ -180,7 +180,7 @@ class TestHeadlessWriters:
         )
 
     def test_codex_config_is_the_toml_it_means(self) -> None:
-        text = _codex_config(self.record(model="gpt-x", effort="high"), Path('/work/"a" b'))
+        text = codex_config(self.record(model="gpt-x", effort="high"), Path('/work/"a" b'))
         assert tomllib.loads(text) == {
             "model": "gpt-x",
             "model_provider": "fleet",
@@ -203,7 +203,7 @@ class TestHeadlessWriters:
 
     def test_codex_config_with_a_control_character_stays_valid(self) -> None:
         # JSON leaves DEL unescaped and TOML forbids it raw: a JSON-quoted string broke the file.
-        text = _codex_config(self.record(model="m\x7fx"), Path("/work/a\x7fb"))
+        text = codex_config(self.record(model="m\x7fx"), Path("/work/a\x7fb"))
         data = tomllib.loads(text)
         assert data["model"] == "m\x7fx"
         assert data["projects"] == {"/work/a\x7fb": {"trust_level": "trusted"}}
@@ -211,18 +211,18 @@ class TestHeadlessWriters:
     def test_codex_folder_trust_merges_into_the_parsed_file(self, tmp_path: Path) -> None:
         wt = tmp_path / "wt"
         (tmp_path / "config.toml").write_text(f"[projects.'{wt}']\ntrust_level = 'untrusted'\n")
-        _trust_codex(tmp_path, wt)
-        _trust_codex(tmp_path, wt)
+        trust_codex(tmp_path, wt)
+        trust_codex(tmp_path, wt)
         data = tomllib.loads((tmp_path / "config.toml").read_text())
         assert data == {"projects": {str(wt): {"trust_level": "trusted"}}}
 
     def test_claude_folder_trust_refuses_a_bad_state_file(self, tmp_path: Path) -> None:
         (tmp_path / ".claude.json").write_text("{oops")
         with pytest.raises(SettingsError, match="not valid JSON"):
-            _trust_claude(tmp_path, tmp_path / "wt")
+            trust_claude(tmp_path, tmp_path / "wt")
         assert (tmp_path / ".claude.json").read_text() == "{oops"
         (tmp_path / ".claude.json").write_text('{"numStartups": 3}')
-        _trust_claude(tmp_path, tmp_path / "wt")
+        trust_claude(tmp_path, tmp_path / "wt")
         assert json.loads((tmp_path / ".claude.json").read_text()) == {
             "numStartups": 3,
             "projects": {str(tmp_path / "wt"): {"hasTrustDialogAccepted": True}},
