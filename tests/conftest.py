@@ -115,13 +115,18 @@ def _children() -> set[int]:
     """Live (non-zombie) processes whose parent is this one."""
     me = str(os.getpid())
     out = set()
-    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+    # os.listdir, not Path.glob: glob stats each entry, and a process that ends in between
+    # makes it raise instead of skipping the entry.
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if fields[1] == me and fields[0] not in ("Z", "X"):
-            out.add(int(stat_file.parent.name))
+            out.add(int(name))
     return out
 
 
