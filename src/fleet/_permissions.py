@@ -42,7 +42,7 @@ import attrs
 
 from fleet._errors import Refused, SettingsError
 
-CLAUDE_MODES: Final = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
+CLAUDE_MODES: Final = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
 #: Modes in which a headless worker can do its work without a person.
 HEADLESS_MODES: Final = ("bypassPermissions", "dontAsk")
 #: Modes in which a tool that needs approval is denied, since nobody can answer.

@@ -36,6 +36,7 @@ from fleet._core.routing.settings import PERMISSION_LISTS, PERMISSION_TABLES
 from fleet._errors import SettingsError
 from fleet._files import atomic_write, read_input
 from fleet._home import expand
+from fleet._permissions import CLAUDE_MODES, CODEX_APPROVALS, CODEX_SANDBOXES
 
 FILE_NAME: Final = "fleet.json"
 LEGACY_NAME: Final = "superset-fleet.json"
@@ -47,10 +48,10 @@ KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions", 
 #: The values each ``permissions`` subkey takes: Claude Code's permission modes, Codex's
 #: approval policies and its sandbox modes.
 PERMISSION_VALUES: Final[dict[str, tuple[str, ...]]] = {
-    "claude": ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"),
-    "mode": ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"),
-    "codex": ("on-failure", "on-request", "never"),
-    "codexSandbox": ("read-only", "workspace-write", "danger-full-access"),
+    "claude": CLAUDE_MODES,
+    "mode": CLAUDE_MODES,
+    "codex": CODEX_APPROVALS,
+    "codexSandbox": CODEX_SANDBOXES,
 }
 
 #: The subkeys of ``hub`` (see ``fleet ship --help``): text, except these.
