@@ -31,7 +31,12 @@ from fleet._git import Git, GitError
 from fleet._home import FILE_MODE, ensure_dir, worker_dir
 from fleet._keys import resolve_key
 from fleet._liveness import DeathWatch
-from fleet._permissions import PermissionPolicy
+from fleet._permissions import (
+    CODEX_SANDBOX_OF,
+    PermissionPolicy,
+    launched_with,
+    policy_from_settings,
+)
 from fleet._port import FileJournal
 from fleet._runner import Runner
 from fleet._supervisor import SRC
@@ -107,10 +112,8 @@ def start_worker(
         raise SettingsError("give a profile or an endpoint, not both")
     if tool not in TOOLS:
         raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
-    if permission_mode is None and policy is not None:
-        permission_mode = policy.mode
-    if permission_mode is None:
-        permission_mode = _settings_permission(_tool_of(profile, tool))
+    launch_tool = _tool_of(profile, tool)
+    policy = _launch_policy(policy, permission_mode, launch_tool, profile)
     if opts.key_from is not None:
         resolve_key(opts.key_from, runner=runner)  # fail before creating anything
     _require_executable(_executable(opts, profile, tool))
@@ -132,11 +135,13 @@ def start_worker(
             profile=profile,
             model=model,
             small_model=small_model,
-            permission_mode=permission_mode,
+            permission_mode=policy.codex_sandbox if launch_tool == "codex" else policy.mode,
             effort=effort,
-            allowed_tools=policy.allowed_tools if policy else (),
-            disallowed_tools=policy.disallowed_tools if policy else (),
-            add_dirs=policy.add_dirs if policy else (),
+            allowed_tools=policy.allowed_tools,
+            disallowed_tools=policy.disallowed_tools,
+            add_dirs=policy.add_dirs,
+            codex_approval=policy.codex_approval,
+            codex_network=policy.codex_network,
         )
         workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
         pending: Pending | None = None
@@ -153,6 +158,7 @@ def start_worker(
                 branch=workspace.branch,
                 base=workspace.base,
                 task=task_title(brief),
+                permissions=launched_with(policy, adapter.record(worker).tool),
             )
             pending.release()
         except BaseException:
@@ -208,13 +214,21 @@ def _tool_of(profile: str | None, tool: str) -> str:
     return profile.split(":", 1)[0] if profile and ":" in profile else tool
 
 
-def _settings_permission(tool: str) -> str | None:
-    """The user's permission setting for workers (fleet settings ``permissions``: ``claude``
-    is a Claude permission mode, ``codexSandbox`` a Codex sandbox), if any."""
-    from fleet._settings import load_settings
+def _launch_policy(policy: PermissionPolicy | None, permission_mode: str | None, tool: str,
+                   profile: str | None) -> PermissionPolicy:
+    """The policy a worker starts with: the caller's (else the fleet settings' ``permissions``
+    for this profile), with ``permission_mode`` as its mode when given: for Codex, the sandbox
+    it means. SettingsError for a mode the tool does not have."""
+    if policy is None:
+        from fleet._settings import load_settings
 
-    permissions = load_settings().permissions
-    return permissions.get("codexSandbox" if tool == "codex" else "claude") or None
+        policy = policy_from_settings(load_settings().permission_rules, profile=profile)
+    if permission_mode is None:
+        return policy
+    if tool == "codex":
+        sandbox = CODEX_SANDBOX_OF.get(permission_mode, permission_mode)
+        return attrs.evolve(policy, codex_sandbox=sandbox)
+    return attrs.evolve(policy, mode=permission_mode)
 
 
 def _executable(opts: HeadlessOptions, profile: str | None, tool: str) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
@@ -52,8 +52,10 @@ class JournalPort(Protocol):
         branch: str | None = None,
         base: str | None = None,
         task: str | None = None,
+        permissions: Mapping[str, Any] | None = None,
     ) -> WorkerState:
-        """Journal a worker's registration and index its worktree."""
+        """Journal a worker's registration (with the permission policy it was started with,
+        when fleet started it) and index its worktree."""
         ...
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:
@@ -129,6 +131,7 @@ class FileJournal:
         branch: str | None = None,
         base: str | None = None,
         task: str | None = None,
+        permissions: Mapping[str, Any] | None = None,
     ) -> WorkerState:
         """Everything is checked before anything is written, and a registration that fails
         half-way takes back what it wrote for a new worker: no phantom worker is left."""
@@ -148,6 +151,7 @@ class FileJournal:
             branch=branch,
             base=base,
             task=task,
+            permissions=dict(permissions or {}),
         )
         is_new = not _journal.exists(self._home, worker)
         try:

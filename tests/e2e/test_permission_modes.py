@@ -1,6 +1,7 @@
-"""Permission policies on the real CLIs, on every tested release: the argv that
-:func:`fleet._permissions.claude_args` / :func:`~fleet._permissions.codex_args` build, run through
-the harness (not through `fleet start`), with fleet's hooks journaling what happens."""
+"""Permission policies on the real CLIs, on every tested release: the flags that
+:func:`fleet._launch.claude_policy_args` / :func:`~fleet._launch.codex_policy_args` build (the
+ones every headless worker is launched with), run through the harness, with fleet's hooks
+journaling what happens. tests/e2e/test_headless_policies.py runs them through `fleet start`."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ import pytest
 import fleet
 from fleet._core.events import HookEvent
 from fleet._errors import Refused, SettingsError
+from fleet._launch import claude_policy_args as claude_args
+from fleet._launch import codex_policy_args as codex_args
 from fleet._permissions import (
     PermissionPolicy,
     check_headless,
-    claude_args,
-    codex_args,
     coordinator_mode,
 )
 

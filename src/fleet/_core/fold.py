@@ -207,6 +207,11 @@ class WorkerState:
     #: the snapshot ref of the last retire, and what changed between its check and the delete
     retired_ref: str | None = None
     retired_note: str | None = None
+    #: tool calls the last run's permission policy denied, as ``Tool(what)``
+    denials: tuple[str, ...] = ()
+    #: the permission policy fleet started it with (``mode``, ``allowed_tools`` ... for
+    #: Claude; ``sandbox``, ``approval`` for Codex); empty for a worker fleet did not start
+    permissions: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def find_envelope(message: str | None) -> Envelope | None:
@@ -263,6 +268,7 @@ class Accumulator:
     branch: str | None = None
     base: str | None = None
     task: str | None = None
+    permissions: dict[str, Any] = attrs.field(factory=dict)
     # what the agent said
     message: str | None = None
     envelope: Envelope | None = None
@@ -274,6 +280,7 @@ class Accumulator:
     limit_reset: float | None = None
     exit: ExitInfo | None = None
     session_id: str | None = None
+    denials: tuple[str, ...] = ()
     #: background tasks still running when the main turn last ended (Stop's count)
     background: int = 0
     #: the last envelope the worker wrote, with its message, while its work goes on in the
@@ -324,7 +331,7 @@ _SNAPSHOT_FIELDS: Final = tuple(
     f.name
     for f in attrs.fields(WorkerState)
     if f.name in attrs.fields_dict(Accumulator)
-    and f.name not in ("state", "reason", "since", "seq", "seen", "handle")
+    and f.name not in ("state", "reason", "since", "seq", "seen", "handle", "permissions")
 )
 
 
@@ -388,6 +395,11 @@ def _working_on(acc: Accumulator) -> bool:
     return acc.background > 0 or acc.auto_turn
 
 
+#: Blocked because the run's permission policy denied a tool it needed (Claude Code denies,
+#: never asks, in ``-p``): the worker's own BLOCKED, if any, names the same stop.
+DENIED: Final = "permission_denied"
+
+
 def _verdict_of(envelope: Envelope) -> Move:
     return ("claim", "claimed") if envelope.kind == "done" else ("block", "worker")
 
@@ -436,7 +448,14 @@ def _classify_exit(event: Exited, acc: Accumulator) -> Move:
         return ("limit", "limit")
     envelope = find_envelope(event.result) or find_envelope(event.claim)
     if envelope is not None and not event.is_error and event.exit_code in (0, None):
-        return _verdict_of(envelope)
+        verdict = _verdict_of(envelope)
+        # A worker that says it is blocked after its policy denied a tool is blocked by that
+        # policy: the denial, not its wording, tells the coordinator what to change.
+        return ("block", DENIED) if event.denials and verdict[0] == "block" else verdict
+    if event.denials and not event.is_error:
+        # Observed on the real CLIs: a denied call still ends in a successful run (exit 0,
+        # is_error false), so only the result's denials tell it from finished work.
+        return ("block", DENIED)
     if event.is_error and event.api_error_status is not None:
         return ("api_error", f"api_error:{event.api_error_status}")
     return ("end", f"exited:{event.exit_code if event.exit_code is not None else 'unknown'}")
@@ -510,6 +529,8 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
                 setattr(acc, name, value)
         if event.handle:
             acc.handle = dict(event.handle)
+        if event.permissions:
+            acc.permissions = dict(event.permissions)
         _new_task(acc)
         return ("register", "registered")
     if isinstance(event, Attached):
@@ -652,6 +673,7 @@ def _record_exit(event: Exited, acc: Accumulator) -> None:
         reason=event.reason,
         reset_at=event.reset_at,
     )
+    acc.denials = tuple(event.denials)
     # The run's verdict: its result's envelope, else the claim it made before automatic turns.
     said = event.claim if find_envelope(event.result) is None and event.claim else event.result
     if said:
@@ -703,6 +725,10 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         # The same wait, now named (the status file said "waiting" a moment before the hook
         # said for what): the reason becomes exact and the mark stays, so nobody wakes twice.
         acc.reason, acc.wait_named = reason, True
+        return acc
+    if trigger == "block" and acc.state == "blocked" and (reason, acc.reason) == (DENIED, "worker"):
+        # The run's end names the cause of the BLOCKED its last turn wrote: same stop, same mark.
+        acc.reason = reason
         return acc
     dest = move(trigger, acc.state)
     if dest is None:
@@ -819,6 +845,7 @@ def snapshot(
         seen=is_seen,
         quiet_at=quiet_at,
         handle=dict(acc.handle),
+        permissions=dict(acc.permissions),
         **{name: getattr(acc, name) for name in _SNAPSHOT_FIELDS},
     )
 

@@ -52,6 +52,9 @@ class LaunchSpec:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dirs: tuple[str, ...] = ()
+    #: Codex's approval policy, and whether workspace-write lets commands reach the network
+    codex_approval: str | None = None
+    codex_network: bool = False
 
 
 @runtime_checkable
