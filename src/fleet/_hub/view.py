@@ -34,8 +34,9 @@ import attrs
 import orjson
 
 from fleet._clock import Clock, SystemClock
+from fleet._core.accumulator import Accumulator
 from fleet._core.events import Event, decode_line
-from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
+from fleet._core.fold import Policy, WorkerState, feed_lines, snapshot
 from fleet._core.ids import is_worker_id, parse_mark
 from fleet._core.machine import State
 from fleet._errors import InvalidMark, Refused, ToolError, UnknownWorker
