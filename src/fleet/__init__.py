@@ -4,6 +4,7 @@ without losing a line."""
 from typing import TYPE_CHECKING, Any
 
 from fleet._clock import Clock, SystemClock
+from fleet._core.accumulator import Envelope, ExitInfo, find_envelope
 from fleet._core.events import (
     Attached,
     Checked,
@@ -21,7 +22,7 @@ from fleet._core.events import (
     Unreadable,
     Vanished,
 )
-from fleet._core.fold import Envelope, ExitInfo, Policy, WorkerState, find_envelope, fold
+from fleet._core.fold import Policy, WorkerState, fold
 from fleet._core.ids import Mark, parse_mark, validate_worker_id
 from fleet._core.machine import STATES, State
 from fleet._errors import (

@@ -155,13 +155,15 @@ class FileJournal:
         )
         is_new = not _journal.exists(self._home, worker)
         try:
-            self.append(worker, event)
+            # The id is checked above: write and read past this port's own append and state,
+            # which check it again for callers that come to them directly.
+            _journal.append(self._home, worker, event)
             _journal.index_worktree(self._home, worker, path)
         except BaseException:
             if is_new:
                 shutil.rmtree(worker_dir(self._home, worker), ignore_errors=True)
             raise
-        return self.state(worker)
+        return self._state(worker)
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:
         _journal.require(self._home, validate_worker_id(worker))
@@ -183,9 +185,12 @@ class FileJournal:
         )
 
     def state(self, worker: str) -> WorkerState:
-        name = validate_worker_id(worker)
-        _journal.require(self._home, name)
-        states = load_states(self._home, [name], self._clock.now(), self.policy, ())
+        return self._state(validate_worker_id(worker))
+
+    def _state(self, worker: str) -> WorkerState:
+        """:meth:`state`, for a worker id already checked."""
+        _journal.require(self._home, worker)
+        states = load_states(self._home, [worker], self._clock.now(), self.policy, ())
         if not states:
             raise UnknownWorker(f"no worker {worker!r}")
         return states[0]

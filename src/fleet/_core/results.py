@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 import attrs
 import orjson
 
-from fleet._core.fold import find_envelope
+from fleet._core.accumulator import find_envelope
 from fleet._core.limits import find_reset
 
 #: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
