@@ -5,6 +5,7 @@ journaling what happens. tests/e2e/test_headless_policies.py runs them through `
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -265,3 +266,30 @@ def test_the_prompt_after_the_rules_is_read_as_the_prompt(
     run = claude.processes.run(argv, cwd=repo.path, env=claude.env(), timeout=90)
     assert run.returncode == 0, run.describe()
     assert any(b"the-prompt-after-the-rules" in r.body for r in anthropic.recorded("main"))
+
+
+def test_the_rules_fleet_writes_into_a_config_dir_are_the_ones_claude_reads(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo
+) -> None:
+    """An endpoint worker's settings.json gets the policy's rules beside the flags
+    (:func:`fleet.adapters._headless_run.config_rules`); with no flag at all, Claude Code runs
+    the allowed tool and denies the rest from that file alone."""
+    from fleet.adapters._headless_run import LaunchRecord, config_rules
+
+    record = LaunchRecord(worker="w1", tool="claude", worktree=str(repo.path), branch="b",
+                          allowed_tools=("Write",), disallowed_tools=("Bash(touch:*)",))
+    settings = claude.settings()
+    settings["permissions"] = config_rules(record)
+    claude.settings_file.write_text(json.dumps(settings))
+    anthropic.script([
+        call("Write", {"file_path": str(repo.path / "allowed.txt"), "content": "x\n"}),
+        bash("touch denied.txt"),
+        say("ok"),
+    ])
+
+    run = claude.headless("work", cwd=repo.path, permission_mode="dontAsk")
+
+    assert run.returncode == 0, run.describe()
+    assert (repo.path / "allowed.txt").read_text() == "x\n"
+    assert not (repo.path / "denied.txt").exists()
+    assert [d["tool_name"] for d in run.result["permission_denials"]] == ["Bash"]

@@ -444,3 +444,22 @@ def test_a_mode_the_tool_does_not_have_is_refused_before_anything_is_made(
                      permission_mode="read-only", options=fake.options())
     assert fake.calls() == []
     assert not (repo.path.parent / "repo.fleet").exists()
+
+
+def test_an_endpoint_worker_config_holds_the_policy_rules(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_KEY", KEY)
+    opts = fake.options(endpoint="http://127.0.0.1:9", key_from="env:FLEET_TEST_KEY")
+    policy = PermissionPolicy(mode="dontAsk", allowed_tools=["Write", "Bash(git:*)"],
+                              disallowed_tools=["WebFetch"], add_dirs=[str(tmp_path)])
+    start_worker("api-rules", task=brief(tmp_path), repo=repo.path, policy=policy, options=opts)
+    exited(home, "api-rules")
+    settings = json.loads((home / "workers/api-rules/config/settings.json").read_text())
+    assert settings["permissions"] == {"allow": ["Write", "Bash(git:*)"], "deny": ["WebFetch"],
+                                       "additionalDirectories": [str(tmp_path)]}
+    assert "skipDangerousModePermissionPrompt" not in settings
+    start_worker("api-plain", task=brief(tmp_path), repo=repo.path, options=opts)
+    exited(home, "api-plain")
+    plain = json.loads((home / "workers/api-plain/config/settings.json").read_text())
+    assert "permissions" not in plain

@@ -229,6 +229,15 @@ def launch_policy(record: LaunchRecord) -> PermissionPolicy:
                             disallowed_tools=record.disallowed_tools, add_dirs=record.add_dirs)
 
 
+def config_rules(record: LaunchRecord) -> dict[str, list[str]]:
+    """The policy's tool rules and directories as Claude Code reads them from a config dir's
+    settings.json (``permissions``), beside the flags: a session resumed or opened there
+    later by hand works under the same rules."""
+    rules = {"allow": list(record.allowed_tools), "deny": list(record.disallowed_tools),
+             "additionalDirectories": list(record.add_dirs)}
+    return {key: value for key, value in rules.items() if value}
+
+
 def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
     return headless_claude_argv(
         claude=record.claude, profile=record.profile, clausona=_clausona(record),

@@ -62,6 +62,7 @@ from fleet.adapters._headless_run import (
     brief_prompt,
     build_run,
     codex_config,
+    config_rules,
     default_key_var,
     drop_supervised_hooks,
     key_source_vars,
@@ -466,6 +467,9 @@ class HeadlessAdapter:
                 settings["effortLevel"] = record.effort
             if record.permission_mode == "bypassPermissions":
                 settings["skipDangerousModePermissionPrompt"] = True
+            rules = config_rules(record)
+            if rules:
+                settings["permissions"] = rules
             _agent_config.write_json(config / "settings.json", settings, **private)
             state_file = config / ".claude.json"
             state: dict[str, Any] = {"hasCompletedOnboarding": True}
