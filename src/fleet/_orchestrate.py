@@ -150,7 +150,7 @@ def start_worker(
             journal.register(
                 worker,
                 worktree=workspace.worktree,
-                tool=adapter.record(worker).tool,
+                tool=launch_tool,
                 profile=profile,
                 model=model,
                 adapter=NAME,
@@ -158,7 +158,7 @@ def start_worker(
                 branch=workspace.branch,
                 base=workspace.base,
                 task=task_title(brief),
-                permissions=launched_with(policy, adapter.record(worker).tool),
+                permissions=launched_with(policy, launch_tool),
             )
             pending.release()
         except BaseException:
