@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         Profile,
         Quota,
         QuotaWindow,
+        SeenLimit,
         Settings,
         Task,
     )
@@ -67,6 +68,7 @@ _LAZY = {
     "Profile": "fleet._core.routing",
     "Quota": "fleet._core.routing",
     "QuotaWindow": "fleet._core.routing",
+    "SeenLimit": "fleet._core.routing",
     "Settings": "fleet._core.routing",
     "Task": "fleet._core.routing",
     "TaskFile": "fleet._plan",
@@ -137,6 +139,7 @@ __all__ = [
     "Retired",
     "Retirer",
     "Seen",
+    "SeenLimit",
     "Settings",
     "SettingsError",
     "Started",
