@@ -1,5 +1,6 @@
 """What Claude Code's statusLine command is given about plan quota, on every tested release:
-the facts a statusLine quota source would stand on (fleet has none yet; see the changelog).
+the facts a statusLine quota source would stand on. fleet has none yet: its headless workers
+never run the command, and the statusLine setting holds one command, the user's own.
 
 - A subscriber's session (an OAuth token) passes ``rate_limits`` on the statusLine command's
   stdin once a response carried the ``anthropic-ratelimit-unified-*`` headers:
