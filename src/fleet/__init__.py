@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Profile,
         Quota,
         QuotaWindow,
+        SeenLimit,
         Settings,
         Task,
     )
@@ -68,6 +69,7 @@ _LAZY = {
     "Profile": "fleet._core.routing",
     "Quota": "fleet._core.routing",
     "QuotaWindow": "fleet._core.routing",
+    "SeenLimit": "fleet._core.routing",
     "Settings": "fleet._core.routing",
     "Task": "fleet._core.routing",
     "TaskFile": "fleet._plan",
@@ -138,6 +140,7 @@ __all__ = [
     "Retired",
     "Retirer",
     "Seen",
+    "SeenLimit",
     "Settings",
     "SettingsError",
     "Started",

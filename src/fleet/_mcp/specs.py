@@ -89,8 +89,9 @@ def specs(max_wait: float = DEFAULT_MAX_WAIT) -> list[ToolSpec]:
         ToolSpec(
             name="profiles",
             title="Profiles",
-            description="clausona profiles with quota headroom and whether each may be a "
-            "worker now: the JSON of `fleet profiles --json`.",
+            description="profiles with their quota (and where it comes from: clausona, a "
+            "usage limit a worker hit, or unknown) and whether each may be a worker now: the "
+            "JSON of `fleet profiles --json`.",
             properties={},
             read_only=True,
         ),
