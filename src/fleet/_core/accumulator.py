@@ -112,6 +112,7 @@ class Accumulator:
     exit: ExitInfo | None = None
     session_id: str | None = None
     denials: tuple[str, ...] = ()
+    delivery: str | None = None
     #: background tasks still running when the main turn last ended (Stop's count)
     background: int = 0
     #: the last envelope the worker wrote, with its message, while its work goes on in the

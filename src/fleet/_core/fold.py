@@ -144,6 +144,9 @@ class WorkerState:
     retired_note: str | None = None
     #: tool calls the last run's permission policy denied, as ``Tool(what)``
     denials: tuple[str, ...] = ()
+    #: the last follow-up or hand-over: ``sent`` until the agent's next hook shows it ran on
+    #: it, then ``taken``; None when there was none
+    delivery: str | None = None
     #: the permission policy fleet started it with (``mode``, ``allowed_tools`` ... for
     #: Claude; ``sandbox``, ``approval`` for Codex); empty for a worker fleet did not start
     permissions: Mapping[str, Any] = attrs.field(factory=dict)
@@ -272,6 +275,7 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         return ("terminate", "vanished")
     if isinstance(event, HandedOver):
         _touch(acc, event.ts)
+        acc.delivery = "sent"
         if event.profile is not None:
             acc.profile = event.profile
         if event.model is not None:
@@ -286,6 +290,7 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         return None
     if isinstance(event, FollowUpSent):
         acc.follow_ups += 1
+        acc.delivery = "sent"
         if event.seen:
             acc.seen.add(event.seen)
         if acc.state != "working":
@@ -316,9 +321,16 @@ def _refines_the_wait(event: Event, reason: str, acc: Accumulator) -> bool:
             and _names_the_wait(event))
 
 
+#: The hooks that show a follow-up or a hand-over was taken: the prompt it became (typed into
+#: a busy turn, it is queued and submitted after it), or the session a resumed run opened.
+_TAKES_DELIVERY: Final = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
+
+
 def _record_hook(event: HookEvent, acc: Accumulator) -> None:
     _touch(acc, event.ts)
     _note_session(acc, event.data)
+    if acc.delivery == "sent" and event.hook in _TAKES_DELIVERY:
+        acc.delivery = "taken"
     hook = event.hook
     if hook == "Stop":
         _record_stop(event, acc)
@@ -420,6 +432,8 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         acc.last_event, acc.last_event_ts = event.hook, event.ts
         _touch(acc, event.ts)
         _note_session(acc, event.data)
+        if acc.delivery == "sent" and event.hook in _TAKES_DELIVERY:
+            acc.delivery = "taken"
         return acc
     if isinstance(event, Unreadable):
         acc.unreadable += 1
