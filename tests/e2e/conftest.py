@@ -63,7 +63,10 @@ From outside ``tests/e2e`` (e.g. adapter tests), import the same objects from
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -71,10 +74,13 @@ from pathlib import Path
 
 import pytest
 
+from fleet._core.events import Started
+from fleet._proc import is_alive
+
 from .binaries import Agents, AgentsMissing, claude_sets, codex_sets, find_agents
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
-from .harness import ClaudeSetup, CodexSetup, Processes, Tmux
+from .harness import KEY, OAUTH, ClaudeSetup, CodexSetup, Processes, Tmux, journal
 
 _CLAUDE_FIXTURES = frozenset({"claude", "anthropic", "flaky"})
 _CODEX_FIXTURES = frozenset({"codex", "openai"})
@@ -169,3 +175,57 @@ def codex(agents: Agents, openai: FakeOpenAI, processes: Processes, tmp_path: Pa
         agents=agents, server=openai, codex_home=tmp_path / "codex-home",
         home=tmp_path / "codex-user-home", processes=processes,
     ).prepare()
+
+
+@pytest.fixture(autouse=True)
+def _reap_workers() -> Iterator[None]:
+    """Whatever a failed test left running (supervisors, agents and their children) ends."""
+    yield
+    home = Path(os.environ["FLEET_HOME"])
+    groups: list[tuple[int, int | None]] = []
+    for sup in (home / "workers").glob("*/headless/supervisor.json"):
+        with contextlib.suppress(ValueError, OSError, KeyError):
+            data = json.loads(sup.read_text())
+            groups.append((int(data["pid"]), data.get("start_time")))
+    for path in (home / "workers").glob("*/journal.jsonl"):
+        groups += [(e.pid, e.start_time) for e in journal(path.parent.name)
+                   if isinstance(e, Started)]
+    for pgid, start_time in groups:
+        if is_alive(pgid, start_time):  # the same process, not a reused pid
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+
+
+@pytest.fixture
+def host_home(tmp_path: Path) -> Path:
+    """A HOME logged into a subscription: what must never reach an API worker's endpoint."""
+    home = tmp_path / "host-home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True,
+        "oauthAccount": {"accountUuid": "0000-host", "emailAddress": "host@example.invalid",
+                         "organizationUuid": "0000-org"},
+    }))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"forceLoginMethod": "claudeai"}))
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({
+        "claudeAiOauth": {"accessToken": OAUTH, "refreshToken": OAUTH + "-refresh",
+                          "expiresAt": 4102444800000, "scopes": ["user:inference"],
+                          "subscriptionType": "max"},
+    }))
+    (home / "tmp").mkdir()
+    return home
+
+
+@pytest.fixture
+def coordinator_env(agents: Agents, host_home: Path) -> dict[str, str]:
+    """The coordinator's environment: the host's HOME, the agents on PATH, the key in a
+    variable, and the host's own credentials (which the workers must not use)."""
+    return {
+        "HOME": str(host_home),
+        "PATH": agents.path_env(),
+        "TMPDIR": str(host_home / "tmp"),
+        "IS_SANDBOX": "1",
+        "FLEET_TEST_KEY": KEY,
+        "ANTHROPIC_API_KEY": "sk-host-env-key-must-not-leak",
+        "CLAUDE_CODE_OAUTH_TOKEN": OAUTH,
+    }

@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from fleet._core.events import Event, HookEvent, decode_line
+from fleet._core.events import Event, Exited, HookEvent, decode_line
 from fleet._core.fold import WorkerState, fold
 
 from .binaries import Agents
@@ -633,3 +633,24 @@ def install_hooks(setup: ClaudeSetup | CodexSetup) -> None:
 def register(worker: str, worktree: Path, tool: str) -> None:
     """``fleet register WORKER --worktree PATH --tool TOOL``."""
     fleet_cli("register", worker, "--worktree", str(worktree), "--tool", tool)
+
+
+#: The endpoint key a headless worker test gives its workers, and the host's own subscription
+#: token, which must never reach them.
+KEY = "sk-fleet-e2e-worker-7d1f0c9a8b6e4d2c"
+OAUTH = "sk-ant-oat01-host-subscription-token-must-not-leak"
+
+
+def brief(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.md"
+    path.write_text(text)
+    return path
+
+
+def exits(worker: str, count: int = 1, timeout: float = 120) -> list[Exited]:
+    events = wait_for_journal(
+        worker, lambda evs: sum(isinstance(e, Exited) for e in evs) >= count, timeout=timeout
+    )
+    return [e for e in events if isinstance(e, Exited)]
+
+

@@ -18,15 +18,8 @@ from fleet._core.attention import next_step
 from ..conftest import Repo
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
-from .harness import fleet_argv, fleet_cli, hooks_of, journal
+from .harness import brief, exits, fleet_argv, fleet_cli, hooks_of, journal
 from .script import bash, call, say, shell
-from .test_headless_workers import (  # noqa: F401  (fixtures)
-    _reap_workers,
-    brief,
-    coordinator_env,
-    exits,
-    host_home,
-)
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +38,7 @@ def start(worker: str, repo: Repo, task: Path, url: str, *options: str,
 
 
 def test_a_dont_ask_worker_with_an_allowlist_finishes_and_says_how_it_ran(
-    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,  # noqa: F811
+    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,
     tmp_path: Path,
 ) -> None:
     notes = worktree(repo, "da") / "notes.txt"
@@ -76,7 +69,7 @@ def test_a_dont_ask_worker_with_an_allowlist_finishes_and_says_how_it_ran(
 
 
 def test_a_dont_ask_worker_denied_a_tool_is_blocked_by_its_policy_without_hanging(
-    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,  # noqa: F811
+    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,
     tmp_path: Path,
 ) -> None:
     anthropic.script([
@@ -114,7 +107,7 @@ def test_a_dont_ask_worker_denied_a_tool_is_blocked_by_its_policy_without_hangin
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="Claude Code refuses bypassPermissions as root only")
 def test_a_worker_that_dies_says_why_in_one_line(
-    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,  # noqa: F811
+    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,
     tmp_path: Path,
 ) -> None:
     """As root, bypassPermissions needs IS_SANDBOX=1: fleet warns before starting, sets
@@ -153,7 +146,7 @@ def test_a_worker_that_dies_says_why_in_one_line(
 
 
 def test_codex_workers_run_in_the_sandbox_fleet_records(
-    openai: FakeOpenAI, coordinator_env: dict[str, str], repo: Repo,  # noqa: F811
+    openai: FakeOpenAI, coordinator_env: dict[str, str], repo: Repo,
     tmp_path: Path,
 ) -> None:
     """The default sandbox lets a Codex worker commit and push; workspace-write, which fleet

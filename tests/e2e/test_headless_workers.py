@@ -4,10 +4,8 @@ out of argv, files and journals."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,19 +16,24 @@ import pytest
 
 from fleet import Fleet
 from fleet._core.events import Exited, HookEvent, Started, Vanished
-from fleet._proc import is_alive
 
 from ..conftest import Repo
-from .binaries import Agents
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
-from .harness import fleet_cli, hooks_of, journal, state_sequence, wait_for_journal
+from .harness import (
+    KEY,
+    OAUTH,
+    brief,
+    exits,
+    fleet_cli,
+    hooks_of,
+    journal,
+    state_sequence,
+    wait_for_journal,
+)
 from .script import bash, error, say
 
 pytestmark = pytest.mark.e2e
-
-KEY = "sk-fleet-e2e-worker-7d1f0c9a8b6e4d2c"
-OAUTH = "sk-ant-oat01-host-subscription-token-must-not-leak"
 
 
 class FlakyAnthropic(FakeAnthropic):
@@ -57,77 +60,10 @@ class FlakyAnthropic(FakeAnthropic):
         return super().answer(req, out)
 
 
-@pytest.fixture(autouse=True)
-def _reap_workers() -> Iterator[None]:
-    """Whatever a failed test left running (supervisors, agents and their children) ends."""
-    yield
-    home = Path(os.environ["FLEET_HOME"])
-    groups: list[tuple[int, int | None]] = []
-    for sup in (home / "workers").glob("*/headless/supervisor.json"):
-        with contextlib.suppress(ValueError, OSError, KeyError):
-            data = json.loads(sup.read_text())
-            groups.append((int(data["pid"]), data.get("start_time")))
-    for path in (home / "workers").glob("*/journal.jsonl"):
-        groups += [(e.pid, e.start_time) for e in journal(path.parent.name)
-                   if isinstance(e, Started)]
-    for pgid, start_time in groups:
-        if is_alive(pgid, start_time):  # the same process, not a reused pid
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-
-
 @pytest.fixture
 def flaky() -> Iterator[FlakyAnthropic]:
     with FlakyAnthropic() as server:
         yield server
-
-
-@pytest.fixture
-def host_home(tmp_path: Path) -> Path:
-    """A HOME logged into a subscription: what must never reach an API worker's endpoint."""
-    home = tmp_path / "host-home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".claude.json").write_text(json.dumps({
-        "hasCompletedOnboarding": True,
-        "oauthAccount": {"accountUuid": "0000-host", "emailAddress": "host@example.invalid",
-                         "organizationUuid": "0000-org"},
-    }))
-    (home / ".claude" / "settings.json").write_text(json.dumps({"forceLoginMethod": "claudeai"}))
-    (home / ".claude" / ".credentials.json").write_text(json.dumps({
-        "claudeAiOauth": {"accessToken": OAUTH, "refreshToken": OAUTH + "-refresh",
-                          "expiresAt": 4102444800000, "scopes": ["user:inference"],
-                          "subscriptionType": "max"},
-    }))
-    (home / "tmp").mkdir()
-    return home
-
-
-@pytest.fixture
-def coordinator_env(agents: Agents, host_home: Path) -> dict[str, str]:
-    """The coordinator's environment: the host's HOME, the agents on PATH, the key in a
-    variable, and the host's own credentials (which the workers must not use)."""
-    return {
-        "HOME": str(host_home),
-        "PATH": agents.path_env(),
-        "TMPDIR": str(host_home / "tmp"),
-        "IS_SANDBOX": "1",
-        "FLEET_TEST_KEY": KEY,
-        "ANTHROPIC_API_KEY": "sk-host-env-key-must-not-leak",
-        "CLAUDE_CODE_OAUTH_TOKEN": OAUTH,
-    }
-
-
-def brief(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / f"{name}.md"
-    path.write_text(text)
-    return path
-
-
-def exits(worker: str, count: int = 1, timeout: float = 120) -> list[Exited]:
-    events = wait_for_journal(
-        worker, lambda evs: sum(isinstance(e, Exited) for e in evs) >= count, timeout=timeout
-    )
-    return [e for e in events if isinstance(e, Exited)]
 
 
 def group_cmdlines(pgid: int) -> list[bytes]:

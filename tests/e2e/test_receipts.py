@@ -13,15 +13,8 @@ from fleet import Fleet
 from ..conftest import Repo
 from .fake_anthropic import FakeAnthropic
 from .fake_openai import FakeOpenAI
-from .harness import fleet_cli
+from .harness import brief, exits, fleet_cli
 from .script import say
-from .test_headless_workers import (  # noqa: F401  (fixtures)
-    _reap_workers,
-    brief,
-    coordinator_env,
-    exits,
-    host_home,
-)
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +40,7 @@ def _ask_then_finish(worker: str, tool: str, url: str, repo: Repo, tmp_path: Pat
 
 
 def test_a_claude_follow_up_is_taken(
-    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,  # noqa: F811
+    anthropic: FakeAnthropic, coordinator_env: dict[str, str], repo: Repo,
     tmp_path: Path,
 ) -> None:
     anthropic.script([say("Which file?"), say("FLEET_WORKER_DONE: wrote notes.txt")],
@@ -56,7 +49,7 @@ def test_a_claude_follow_up_is_taken(
 
 
 def test_a_codex_follow_up_is_taken(
-    openai: FakeOpenAI, coordinator_env: dict[str, str], repo: Repo,  # noqa: F811
+    openai: FakeOpenAI, coordinator_env: dict[str, str], repo: Repo,
     tmp_path: Path,
 ) -> None:
     openai.script([say("Which file?"), say("FLEET_WORKER_DONE: wrote it")], key="task-xtalk")
