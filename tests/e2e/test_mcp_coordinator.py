@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import signal
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,8 +19,6 @@ from typing import Any
 import pytest
 
 from fleet import Fleet, HookEvent
-from fleet._core.events import Started
-from fleet._proc import is_alive
 
 from ..conftest import Repo
 from .binaries import Agents
@@ -33,8 +29,6 @@ from .harness import (
     CodexSetup,
     Tmux,
     fleet_cli,
-    fleet_home,
-    journal,
 )
 from .script import Reply, bash, call, say, shell
 
@@ -44,25 +38,6 @@ KEY = "sk-fleet-e2e-mcp-worker-5e0c1d2b3a4f"
 PUSH = "git push -q -u origin HEAD"
 WORK = f"echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && {PUSH}"
 DONE = "FLEET_WORKER_DONE: added hello.txt"
-
-
-@pytest.fixture(autouse=True)
-def _reap_workers() -> Iterator[None]:
-    """Whatever a failed test left running (supervisors, agents) ends."""
-    yield
-    home = fleet_home()
-    groups: list[tuple[int, int | None]] = []
-    for sup in (home / "workers").glob("*/headless/supervisor.json"):
-        with contextlib.suppress(ValueError, OSError, KeyError):
-            data = json.loads(sup.read_text())
-            groups.append((int(data["pid"]), data.get("start_time")))
-    for path in (home / "workers").glob("*/journal.jsonl"):
-        groups += [(e.pid, e.start_time) for e in journal(path.parent.name)
-                   if isinstance(e, Started)]
-    for pgid, start_time in groups:
-        if is_alive(pgid, start_time):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
 
 
 def coordinator_script(call_tool: Any, worker: str, brief: str, start: Mapping[str, Any],
