@@ -520,6 +520,7 @@ class SupersetAdapter:
             handle=dict(handle),
             branch=workspace.branch,
             base=workspace.base,
+            task=spec.task,
         )
 
     # -- the Adapter verbs --------------------------------------------------------------------
@@ -545,6 +546,17 @@ class SupersetAdapter:
 
     def trust(self, workspace: Workspace, spec: LaunchSpec) -> None:
         trust_folder(spec, workspace.worktree)
+
+    def check(self, spec: LaunchSpec) -> None:
+        """Before anything is created: Superset answers, and an agent config runs the spec's
+        profile (else :class:`MissingAgentConfig` says exactly what to add)."""
+        self.config_for(spec)
+
+    def discard(self, workspace: Workspace) -> None:
+        """Take back a workspace a failed start made. Superset's delete is forceful, so the
+        caller must have checked that the worktree holds no work (fleet's orchestration
+        does); the branch stays."""
+        self.backend.delete(_workspace_id(workspace))
 
     def start(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         config = self.config_for(spec)
