@@ -83,8 +83,8 @@ mode would ask a person (default, acceptEdits, plan) refuses the whole run befor
 is created, unless you pass --insist; see `fleet start --help`.
 
 With --adapter superset|herdr (or the settings' `adapter`), each routed task starts in that
-app instead, as `fleet start --adapter` does, in the file's order (--max-parallel does not
-apply: app workers run until they are retired).
+app instead, as `fleet start --adapter` does, in the file's order. --max-parallel and the
+other headless-only options are refused there: app workers run until they are retired.
 """
 
 
