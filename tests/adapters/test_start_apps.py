@@ -381,3 +381,30 @@ def test_a_silent_worker_is_waited_for_only_as_long_as_a_start_may_take(herdr: R
 
     go("w1", 1.0)
     assert go("w2", 1.0) >= 1.0  # w1 never spoke: waited for, up to the bound
+
+
+def test_fleet_start_superset_waits_for_the_profiles_starting_worker(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the CLI: Superset returns as soon as the terminal exists, so the second worker
+    on the profile waits for the first one's agent to speak before its workspace is made."""
+    assert superset.host is not None
+    mode = ["--profile", "claude:work", "--permission-mode", "acceptEdits"]
+    assert main(start(superset, "w1", "superset", *mode)) == 0
+    fleet = Fleet()
+
+    def speak() -> None:
+        time.sleep(1.0)
+        fleet.record("w1", HookEvent(ts=time.time(), src="claude", hook="SessionStart"))
+
+    talker = threading.Thread(target=speak)
+    talker.start()
+    try:
+        assert main(start(superset, "w2", "superset", *mode)) == 0
+    finally:
+        talker.join()
+    capsys.readouterr()
+    first = next(e for e in fleet.log("w1") if isinstance(e, HookEvent))
+    second = next(e for e in fleet.log("w2") if isinstance(e, Registered))
+    assert second.ts >= first.ts
+    assert len(superset.host.workspaces) == 2
