@@ -11,11 +11,11 @@ import pytest
 from fleet import _settings
 from fleet._core.routing import Settings
 from fleet._errors import Refused, SettingsError
+from fleet._launch import claude_policy_args as claude_args
+from fleet._launch import codex_policy_args as codex_args
 from fleet._permissions import (
     PermissionPolicy,
     check_headless,
-    claude_args,
-    codex_args,
     coordinator_mode,
     default_policy,
     policy_from_settings,
@@ -73,18 +73,19 @@ def test_claude_args_default_to_bypass() -> None:
     assert claude_args(PermissionPolicy()) == ["--permission-mode", "bypassPermissions"]
 
 
-def test_codex_args_are_overrides_that_parse_as_toml() -> None:
+def test_codex_args_state_the_sandbox_and_overrides_that_parse_as_toml() -> None:
     import tomllib
 
-    policy = PermissionPolicy(codex_sandbox="workspace-write", codex_approval="never",
+    policy = PermissionPolicy(codex_sandbox="workspace-write", codex_approval="on-request",
                               add_dirs=['/tmp/with "quote"'])
     args = codex_args(policy)
-    assert args[0::2] == ["-c", "-c", "-c"]
-    parsed = {k: v for a in args[1::2] for k, v in tomllib.loads(a).items()}
-    assert parsed == {"sandbox_mode": "workspace-write", "approval_policy": "never",
+    assert args[:2] == ["-s", "workspace-write"]
+    assert args[2::2] == ["-c", "-c"]
+    parsed = {k: v for a in args[3::2] for k, v in tomllib.loads(a).items()}
+    assert parsed == {"approval_policy": "on-request",
                       "sandbox_workspace_write": {"writable_roots": ['/tmp/with "quote"']}}
     assert codex_args(PermissionPolicy()) == [
-        "-c", 'sandbox_mode="danger-full-access"', "-c", 'approval_policy="never"']
+        "-s", "danger-full-access", "-c", 'approval_policy="never"']
     network = codex_args(PermissionPolicy(codex_sandbox="workspace-write", codex_network=True))
     assert network[-2:] == ["-c", "sandbox_workspace_write.network_access=true"]
 

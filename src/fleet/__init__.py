@@ -4,6 +4,7 @@ without losing a line."""
 from typing import TYPE_CHECKING, Any
 
 from fleet._clock import Clock, SystemClock
+from fleet._core.accumulator import Envelope, ExitInfo, find_envelope
 from fleet._core.events import (
     Attached,
     Checked,
@@ -21,7 +22,7 @@ from fleet._core.events import (
     Unreadable,
     Vanished,
 )
-from fleet._core.fold import Envelope, ExitInfo, Policy, WorkerState, find_envelope, fold
+from fleet._core.fold import Policy, WorkerState, fold
 from fleet._core.ids import Mark, parse_mark, validate_worker_id
 from fleet._core.machine import STATES, State
 from fleet._errors import (
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         Profile,
         Quota,
         QuotaWindow,
+        SeenLimit,
         Settings,
         Task,
     )
@@ -67,6 +69,7 @@ _LAZY = {
     "Profile": "fleet._core.routing",
     "Quota": "fleet._core.routing",
     "QuotaWindow": "fleet._core.routing",
+    "SeenLimit": "fleet._core.routing",
     "Settings": "fleet._core.routing",
     "Task": "fleet._core.routing",
     "TaskFile": "fleet._plan",
@@ -137,6 +140,7 @@ __all__ = [
     "Retired",
     "Retirer",
     "Seen",
+    "SeenLimit",
     "Settings",
     "SettingsError",
     "Started",

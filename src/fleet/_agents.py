@@ -23,15 +23,7 @@ CODEX_BIN_ENV: Final = "FLEET_CODEX"
 def find_codex(explicit: str | None = None) -> str | None:
     """The Codex binary to ask: ``explicit``, else ``$FLEET_CODEX``, else ``codex`` on PATH;
     ``none`` asks no Codex."""
-    name = explicit or os.environ.get(CODEX_BIN_ENV)
-    if name == "none":
-        return None
-    if name:
-        found = shutil.which(name)
-        if found is None:
-            raise SettingsError(f"Codex binary {name} not found")
-        return found
-    return shutil.which("codex")
+    return _find(explicit, CODEX_BIN_ENV, "codex", "Codex")
 
 
 #: Names the Claude Code binary whose version decides which events ``install`` writes.
@@ -41,15 +33,22 @@ CLAUDE_BIN_ENV: Final = "FLEET_CLAUDE"
 def find_claude(explicit: str | None = None) -> str | None:
     """The Claude Code binary to ask its version: ``explicit``, else ``$FLEET_CLAUDE``, else
     ``claude`` on PATH; ``none`` asks none."""
-    name = explicit or os.environ.get(CLAUDE_BIN_ENV)
+    return _find(explicit, CLAUDE_BIN_ENV, "claude", "Claude Code")
+
+
+def _find(explicit: str | None, env: str, default: str, label: str) -> str | None:
+    """``explicit``, else the binary ``$env`` names, else ``default`` on PATH; ``none`` is no
+    binary. A binary that was named but is not found is an error (the user meant that one); a
+    missing default only means the agent is not installed."""
+    name = explicit or os.environ.get(env)
     if name == "none":
         return None
     if name:
         found = shutil.which(name)
         if found is None:
-            raise SettingsError(f"Claude Code binary {name} not found")
+            raise SettingsError(f"{label} binary {name} not found")
         return found
-    return shutil.which("claude")
+    return shutil.which(default)
 
 
 def claude_version(claude: str, *, runner: Runner | None = None) -> str | None:

@@ -22,7 +22,8 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
+from fleet._core.accumulator import Accumulator
+from fleet._core.fold import Policy, WorkerState, feed_lines, snapshot
 from fleet._errors import SettingsError
 from fleet._files import atomic_write, read_input
 from fleet._home import FILE_MODE, cache_dir, ensure_dir, journal_path

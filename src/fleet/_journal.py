@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fleet._core.events import Event, decode_line, encode_line
-from fleet._core.ids import validate_worker_id
 from fleet._errors import JournalError, SettingsError, UnknownWorker
 from fleet._home import (
     FILE_MODE,
@@ -82,8 +81,9 @@ def append(home: Path, worker: str, event: Event) -> None:
 
 
 def index_worktree(home: Path, worker: str, worktree: str) -> None:
-    """Record that sessions under ``worktree`` belong to ``worker`` (read by the hook)."""
-    validate_worker_id(worker)
+    """Record that sessions under ``worktree`` belong to ``worker`` (read by the hook).
+    ``worker`` is an id its caller checked: :meth:`fleet._port.FileJournal.register`, the one
+    caller, checks it before it writes anything."""
     path = check_worktree_path(os.path.realpath(worktree))
     append_line(worktree_index_path(ensure_dir(home)), f"{path}\t{worker}\n".encode())
 

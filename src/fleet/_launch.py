@@ -13,10 +13,12 @@ Pure functions of their arguments: no file, no environment, no clock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 from fleet._core.routing import Profile, clausona_run_prefix
+from fleet._permissions import DEFAULT_CODEX_SANDBOX, DEFAULT_MODE, PermissionPolicy
 
 #: Short tool list for API profiles, whose context windows are small (clausona fleet-core).
 API_TOOLS: Final = "--tools=Bash,Read,Edit,Write,Grep,Glob"
@@ -25,16 +27,6 @@ STRICT_MCP: Final = "--strict-mcp-config"
 #: where a person watching the app approves each action. Stated, never inherited: Claude Code
 #: 2.1.332 made auto mode its default, whose screens and dialogs differ from release to release.
 APP_PERMISSION_MODE: Final = "default"
-#: A Claude permission mode, or a Codex one, as the Codex sandbox it means.
-CODEX_SANDBOX: Final = {
-    "bypassPermissions": "danger-full-access",
-    "danger-full-access": "danger-full-access",
-    "workspace-write": "workspace-write",
-    "read-only": "read-only",
-    "plan": "read-only",
-}
-
-
 def clausona_run(profile: str, *, clausona: str = "clausona") -> list[str]:
     """``clausona run <profile> --`` with this clausona binary: the tool's own arguments
     follow. The words are the routing plan's (:func:`fleet._core.routing.clausona_run_prefix`),
@@ -116,25 +108,45 @@ def rule_args(
     ]
 
 
+def claude_policy_args(policy: PermissionPolicy) -> list[str]:
+    """Claude Code's flags for a permission policy: the mode stated (never inherited: Claude
+    Code's own default differs from release to release), then one ``--flag=value`` per rule."""
+    return ["--permission-mode", policy.mode or DEFAULT_MODE,
+            *rule_args(policy.allowed_tools, policy.disallowed_tools, policy.add_dirs)]
+
+
+def _toml_string(value: str) -> str:
+    # A TOML basic string is a JSON string for all text fleet passes (no control characters).
+    return json.dumps(value)
+
+
+def codex_policy_args(policy: PermissionPolicy) -> list[str]:
+    """``codex exec``'s flags for a permission policy: the sandbox and an approval policy that
+    asks nobody (``-c`` overrides win over config.toml). Codex has no tool allowlist; extra
+    directories become writable roots of workspace-write."""
+    args = ["-s", policy.codex_sandbox or DEFAULT_CODEX_SANDBOX,
+            "-c", f"approval_policy={_toml_string(policy.codex_approval or 'never')}"]
+    if policy.add_dirs:
+        roots = ", ".join(_toml_string(d) for d in policy.add_dirs)
+        args += ["-c", f"sandbox_workspace_write.writable_roots=[{roots}]"]
+    if policy.codex_network:
+        args += ["-c", "sandbox_workspace_write.network_access=true"]
+    return args
+
+
 def headless_claude_argv(
     *,
     claude: str,
     profile: str | None,
     clausona: str,
-    permission_mode: str | None,
+    policy: PermissionPolicy,
     model: str | None,
     effort: str | None,
     resume: str | None,
-    allowed_tools: Sequence[str] = (),
-    disallowed_tools: Sequence[str] = (),
-    add_dirs: Sequence[str] = (),
 ) -> list[str]:
     # stream-json: every turn's result, so a claim made before automatic turns (Claude Code
     # answering its background tasks' notifications) is still read from the run's output.
-    args = ["-p", "--output-format", "stream-json", "--verbose"]
-    if permission_mode:
-        args += ["--permission-mode", permission_mode]
-    args += rule_args(allowed_tools, disallowed_tools, add_dirs)
+    args = ["-p", "--output-format", "stream-json", "--verbose", *claude_policy_args(policy)]
     if model:
         args += ["--model", model]
     if effort:
@@ -149,26 +161,17 @@ def headless_codex_argv(
     codex: str,
     profile: str | None,
     clausona: str,
-    permission_mode: str | None,
+    policy: PermissionPolicy,
     model: str | None,
     effort: str | None,
     resume: str | None,
 ) -> list[str]:
-    sandbox = CODEX_SANDBOX.get(permission_mode or "", "workspace-write")
-    args = [
-        "exec",
-        "--json",
-        "--disable",
-        "unbounded_connection_retries",
-        "-s",
-        sandbox,
-        "-c",
-        'approval_policy="never"',
-    ]
+    args = ["exec", "--json", "--disable", "unbounded_connection_retries",
+            *codex_policy_args(policy)]
     if model:
         args += ["-m", model]
     if effort:
-        args += ["-c", f'model_reasoning_effort="{effort}"']
+        args += ["-c", f"model_reasoning_effort={_toml_string(effort)}"]
     if resume:
         args += ["resume", resume]
     return on_profile(profile, codex, args, clausona=clausona)
@@ -219,10 +222,11 @@ def profile_tool_args(
 __all__ = [
     "API_TOOLS",
     "APP_PERMISSION_MODE",
-    "CODEX_SANDBOX",
     "STRICT_MCP",
     "app_args",
+    "claude_policy_args",
     "clausona_run",
+    "codex_policy_args",
     "headless_claude_argv",
     "headless_codex_argv",
     "on_profile",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from fleet._clock import Clock
 from fleet._clock import MockClock as _MockClock
@@ -62,11 +63,12 @@ class MemoryJournal:
         branch: str | None = None,
         base: str | None = None,
         task: str | None = None,
+        permissions: Mapping[str, Any] | None = None,
     ) -> WorkerState:
         self.append(worker, Registered(
             ts=self._clock.now(), src=self.src, worktree=os.fspath(worktree), tool=tool,
             profile=profile, model=model, adapter=adapter, handle=dict(handle or {}),
-            branch=branch, base=base, task=task,
+            branch=branch, base=base, task=task, permissions=dict(permissions or {}),
         ))
         return self.state(worker)
 

@@ -33,7 +33,12 @@ from fleet._git import Git, GitError
 from fleet._home import FILE_MODE, ensure_dir, worker_dir
 from fleet._keys import resolve_key
 from fleet._liveness import DeathWatch
-from fleet._permissions import PermissionPolicy
+from fleet._permissions import (
+    CODEX_SANDBOX_OF,
+    PermissionPolicy,
+    launched_with,
+    policy_from_settings,
+)
 from fleet._port import FileJournal, JournalPort
 from fleet._runner import Runner
 from fleet._supervisor import SRC
@@ -116,10 +121,8 @@ def start_worker(
         raise SettingsError("give a profile or an endpoint, not both")
     if tool not in TOOLS:
         raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
-    if permission_mode is None and policy is not None:
-        permission_mode = policy.mode
-    if permission_mode is None:
-        permission_mode = _settings_permission(_tool_of(profile, tool))
+    launch_tool = _tool_of(profile, tool)
+    policy = _launch_policy(policy, permission_mode, launch_tool, profile)
     if opts.key_from is not None:
         resolve_key(opts.key_from, runner=runner)  # fail before creating anything
     _require_executable(_executable(opts, profile, tool))
@@ -141,11 +144,13 @@ def start_worker(
             profile=profile,
             model=model,
             small_model=small_model,
-            permission_mode=permission_mode,
+            permission_mode=policy.codex_sandbox if launch_tool == "codex" else policy.mode,
             effort=effort,
-            allowed_tools=policy.allowed_tools if policy else (),
-            disallowed_tools=policy.disallowed_tools if policy else (),
-            add_dirs=policy.add_dirs if policy else (),
+            allowed_tools=policy.allowed_tools,
+            disallowed_tools=policy.disallowed_tools,
+            add_dirs=policy.add_dirs,
+            codex_approval=policy.codex_approval,
+            codex_network=policy.codex_network,
         )
         workspace = adapter.create_workspace(worker, repo=repo_path, base=ref, label=worker)
         pending: Pending | None = None
@@ -154,7 +159,7 @@ def start_worker(
             journal.register(
                 worker,
                 worktree=workspace.worktree,
-                tool=adapter.record(worker).tool,
+                tool=launch_tool,
                 profile=profile,
                 model=model,
                 adapter=NAME,
@@ -162,6 +167,7 @@ def start_worker(
                 branch=workspace.branch,
                 base=workspace.base,
                 task=task_title(brief),
+                permissions=launched_with(policy, launch_tool),
             )
             pending.release()
         except BaseException:
@@ -217,13 +223,21 @@ def _tool_of(profile: str | None, tool: str) -> str:
     return profile.split(":", 1)[0] if profile and ":" in profile else tool
 
 
-def _settings_permission(tool: str) -> str | None:
-    """The user's permission setting for workers (fleet settings ``permissions``: ``claude``
-    is a Claude permission mode, ``codexSandbox`` a Codex sandbox), if any."""
-    from fleet._settings import load_settings
+def _launch_policy(policy: PermissionPolicy | None, permission_mode: str | None, tool: str,
+                   profile: str | None) -> PermissionPolicy:
+    """The policy a worker starts with: the caller's (else the fleet settings' ``permissions``
+    for this profile), with ``permission_mode`` as its mode when given: for Codex, the sandbox
+    it means. SettingsError for a mode the tool does not have."""
+    if policy is None:
+        from fleet._settings import load_settings
 
-    permissions = load_settings().permissions
-    return permissions.get("codexSandbox" if tool == "codex" else "claude") or None
+        policy = policy_from_settings(load_settings().permission_rules, profile=profile)
+    if permission_mode is None:
+        return policy
+    if tool == "codex":
+        sandbox = CODEX_SANDBOX_OF.get(permission_mode, permission_mode)
+        return attrs.evolve(policy, codex_sandbox=sandbox)
+    return attrs.evolve(policy, mode=permission_mode)
 
 
 def _executable(opts: HeadlessOptions, profile: str | None, tool: str) -> str:
@@ -376,7 +390,10 @@ def start_app_worker(
     if tool not in TOOLS:
         raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
     if permission_mode is None and tool == "claude":
-        permission_mode = _settings_permission(tool)
+        from fleet._settings import load_settings
+
+        # the user's mode for workers; an app's worker is watched, so any Claude mode goes
+        permission_mode = load_settings().permissions.get("claude") or None
     repo_path = Path(repo).absolute()
     _require_repository(repo_path, runner)
     spec = LaunchSpec(
@@ -770,3 +787,52 @@ __all__: Sequence[str] = (
     "wait_for_profile",
     "wait_started",
 )
+
+
+# -- delivery receipts ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Receipt:
+    """Whether a follow-up or a hand-over was taken: ``taken`` once the agent ran on it (a
+    prompt, a session, a turn that ended), False when it did not (its agent could not start,
+    or no prompt came within the quiet bound), None while that is not known yet (still
+    starting, or typed into a worker that was busy, which takes it after its turn)."""
+
+    taken: bool | None
+    state: str
+    reason: str
+    #: why it was not taken, in one line, when it was not
+    why: str | None = None
+    #: it was typed into a turn in progress, which queues it until the turn ends
+    queued: bool = False
+
+
+def receipt_of(before: WorkerState, now: WorkerState) -> Receipt:
+    """What ``now`` says of the delivery journaled just after ``before`` (the worker's state
+    when it was sent): taken once the agent's next hook ran, not taken when the worker went
+    gone or quiet first."""
+    from fleet._core.attention import exit_why, reason_text
+
+    if now.delivery == "taken":
+        return Receipt(taken=True, state=now.state, reason=now.reason)
+    if now.delivery == "sent" and now.state in ("gone", "quiet") and now.needs_attention:
+        why = exit_why(now) or reason_text(now)
+        return Receipt(taken=False, state=now.state, reason=now.reason, why=why)
+    return Receipt(taken=None, state=now.state, reason=now.reason,
+                   queued=before.state == "working")
+
+
+def wait_receipt(worker: str, before: WorkerState, *, home: str | os.PathLike[str] | None = None,
+                 timeout: float, clock: Clock | None = None) -> Receipt:
+    """Block (on the watcher) until the delivery made at ``before`` is known to be taken or
+    not, or ``timeout`` passes; the receipt as it then stands."""
+    journal = FileJournal(home, clock=clock)
+    latest: list[Receipt] = []
+
+    def known() -> bool:
+        latest[:] = [receipt_of(before, journal.state(worker))]
+        return latest[0].taken is not None
+
+    journal.wait_until(worker, known, timeout=timeout)
+    return latest[-1] if latest else receipt_of(before, journal.state(worker))

@@ -52,6 +52,18 @@ CODEX_APPROVALS: Final = ("on-failure", "on-request", "never")
 #: Approval policies Codex itself refuses (0.171.0 exits 1: "no longer supported").
 CODEX_GONE_APPROVALS: Final = ("untrusted",)
 DEFAULT_MODE: Final = "bypassPermissions"
+#: A headless Codex worker's sandbox when nothing chose one: the one in which it can commit
+#: and push (workspace-write keeps .git read-only), caged by its worktree like Claude's.
+DEFAULT_CODEX_SANDBOX: Final = "danger-full-access"
+#: A Claude permission mode, or a Codex sandbox, as the Codex sandbox it means (a mode given
+#: once for workers of either tool).
+CODEX_SANDBOX_OF: Final = {
+    "bypassPermissions": "danger-full-access",
+    "danger-full-access": "danger-full-access",
+    "workspace-write": "workspace-write",
+    "read-only": "read-only",
+    "plan": "read-only",
+}
 
 
 def _tools(value: Iterable[str]) -> tuple[str, ...]:
@@ -182,36 +194,6 @@ def task_layer(raw: Any) -> PermissionPolicy:
     return PermissionPolicy(**_layer(raw, "permissions"))
 
 
-# -- command lines --------------------------------------------------------------------------
-
-
-def claude_args(policy: PermissionPolicy) -> list[str]:
-    """Claude Code flags for the policy, one ``--flag=value`` per rule (see
-    :func:`fleet._launch.rule_args`: the prompt after them is never read as a rule)."""
-    from fleet._launch import rule_args
-
-    return ["--permission-mode", policy.mode or DEFAULT_MODE,
-            *rule_args(policy.allowed_tools, policy.disallowed_tools, policy.add_dirs)]
-
-
-def _toml_string(value: str) -> str:
-    return json.dumps(value)
-
-
-def codex_args(policy: PermissionPolicy) -> list[str]:
-    """``codex exec`` flags: ``-c`` overrides, which win over config.toml. Codex has no tool
-    allowlist; ``add_dirs`` become writable roots of workspace-write."""
-    sandbox = policy.codex_sandbox or "danger-full-access"
-    args = ["-c", f"sandbox_mode={_toml_string(sandbox)}",
-            "-c", f"approval_policy={_toml_string(policy.codex_approval or 'never')}"]
-    if policy.add_dirs:
-        roots = ", ".join(_toml_string(d) for d in policy.add_dirs)
-        args += ["-c", f"sandbox_workspace_write.writable_roots=[{roots}]"]
-    if policy.codex_network:
-        args += ["-c", "sandbox_workspace_write.network_access=true"]
-    return args
-
-
 # -- checks ---------------------------------------------------------------------------------
 
 
@@ -253,7 +235,8 @@ def check_headless(policy: PermissionPolicy, *, tool: str, is_root: bool,
                         "read-only: give the worker an allowlist")
     if mode == "bypassPermissions" and is_root and (env or {}).get("IS_SANDBOX") != "1":
         warnings.append("bypassPermissions as root exits at once unless IS_SANDBOX=1 is in "
-                        "the worker's environment (fleet sets nothing for you)")
+                        "the worker's environment: on a machine that is a sandbox, pass "
+                        "--sandboxed (fleet sets nothing unless told)")
     return warnings
 
 
@@ -320,6 +303,26 @@ def default_policy(coordinator: str | None, allowlist: Sequence[str] = ()) -> tu
                       " with no allowlist (give one with --allowed-tools)"))
         return PermissionPolicy(mode="dontAsk", allowed_tools=tuple(allowlist)), message
     return PermissionPolicy(mode=DEFAULT_MODE, allowed_tools=tuple(allowlist)), None
+
+
+def launched_with(policy: PermissionPolicy, tool: str) -> dict[str, Any]:
+    """What a worker's registration records of its policy, in its tool's terms and with the
+    defaults it ran under filled in, so status and report can say how each worker ran."""
+    out: dict[str, Any]
+    if tool == "codex":
+        out = {"sandbox": policy.codex_sandbox or DEFAULT_CODEX_SANDBOX,
+               "approval": policy.codex_approval or "never"}
+        if policy.codex_network:
+            out["network"] = True
+    else:
+        out = {"mode": policy.mode or DEFAULT_MODE}
+        if policy.allowed_tools:
+            out["allowed_tools"] = list(policy.allowed_tools)
+        if policy.disallowed_tools:
+            out["disallowed_tools"] = list(policy.disallowed_tools)
+    if policy.add_dirs:
+        out["add_dirs"] = list(policy.add_dirs)
+    return out
 
 
 def is_root() -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from fleet import _journal
 from fleet._clock import Clock, SystemClock
@@ -52,8 +52,10 @@ class JournalPort(Protocol):
         branch: str | None = None,
         base: str | None = None,
         task: str | None = None,
+        permissions: Mapping[str, Any] | None = None,
     ) -> WorkerState:
-        """Journal a worker's registration and index its worktree."""
+        """Journal a worker's registration (with the permission policy it was started with,
+        when fleet started it) and index its worktree."""
         ...
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:
@@ -129,6 +131,7 @@ class FileJournal:
         branch: str | None = None,
         base: str | None = None,
         task: str | None = None,
+        permissions: Mapping[str, Any] | None = None,
     ) -> WorkerState:
         """Everything is checked before anything is written, and a registration that fails
         half-way takes back what it wrote for a new worker: no phantom worker is left."""
@@ -148,16 +151,19 @@ class FileJournal:
             branch=branch,
             base=base,
             task=task,
+            permissions=dict(permissions or {}),
         )
         is_new = not _journal.exists(self._home, worker)
         try:
-            self.append(worker, event)
+            # The id is checked above: write and read past this port's own append and state,
+            # which check it again for callers that come to them directly.
+            _journal.append(self._home, worker, event)
             _journal.index_worktree(self._home, worker, path)
         except BaseException:
             if is_new:
                 shutil.rmtree(worker_dir(self._home, worker), ignore_errors=True)
             raise
-        return self.state(worker)
+        return self._state(worker)
 
     def attach(self, worker: str, handle: dict[str, str]) -> None:
         _journal.require(self._home, validate_worker_id(worker))
@@ -179,9 +185,12 @@ class FileJournal:
         )
 
     def state(self, worker: str) -> WorkerState:
-        name = validate_worker_id(worker)
-        _journal.require(self._home, name)
-        states = load_states(self._home, [name], self._clock.now(), self.policy, ())
+        return self._state(validate_worker_id(worker))
+
+    def _state(self, worker: str) -> WorkerState:
+        """:meth:`state`, for a worker id already checked."""
+        _journal.require(self._home, worker)
+        states = load_states(self._home, [worker], self._clock.now(), self.policy, ())
         if not states:
             raise UnknownWorker(f"no worker {worker!r}")
         return states[0]

@@ -82,9 +82,12 @@ def load_profiles(
     source: str | os.PathLike[str] | None = None,
     binary: str | None = None,
     settings_path: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
 ) -> list[Profile]:
     """Every profile: fleet's own (from its settings), then clausona's with their last quota
-    reading (a clausona profile of the same name as one of fleet's is left out).
+    reading (a clausona profile of the same name as one of fleet's is left out). A profile
+    clausona has no reading for carries the last usage limit a worker on it hit, from the
+    journals in fleet's ``home`` (see :mod:`fleet._quota`).
 
     clausona's come from ``source`` (a file holding ``clausona list --json`` output) when given
     or when ``$FLEET_PROFILES`` is set; otherwise from running ``clausona list --json`` through
@@ -93,11 +96,12 @@ def load_profiles(
     one. An error from clausona or output that is not its profile list is a ToolError; a
     snapshot file that cannot be read is a SettingsError."""
     from fleet._profile_store import own_profiles
+    from fleet._quota import with_seen_limits
 
     own = own_profiles(settings_path)
     theirs = _clausona_profiles(runner=runner, source=source, binary=binary, need=not own)
     names = {p.name.lower() for p in own}
-    return own + [p for p in theirs if p.name.lower() not in names]
+    return with_seen_limits(own + [p for p in theirs if p.name.lower() not in names], home)
 
 
 def _clausona_profiles(

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from fleet._core.attention import exit_why, mode_text, reason_text
 from fleet._core.fold import WorkerState
 from fleet._fleet import Fleet
 
@@ -34,6 +35,8 @@ class ReportLine:
     follow_ups: int = 0
     #: what changed between retire's last check and the delete, when anything did
     note: str | None = None
+    #: the permission mode (or Codex sandbox) fleet started it in
+    mode: str | None = None
 
 
 def verdict_of(state: WorkerState) -> str:
@@ -66,7 +69,10 @@ def _why(state: WorkerState, verdict: str, note: str | None = None) -> str:
         return "claimed done, not checked yet"
     if verdict == "checked":
         return "checked, not retired yet"
-    return f"not done: {state.state} ({state.reason})"
+    why = exit_why(state) if state.state in ("gone", "stopped") else None
+    if why:
+        return f"not done: {state.state} ({state.reason}): {why}"
+    return f"not done: {state.state} ({reason_text(state)})"
 
 
 def report_line(state: WorkerState) -> ReportLine:
@@ -94,6 +100,7 @@ def report_line(state: WorkerState) -> ReportLine:
         task=state.task,
         follow_ups=follow_ups,
         note=note if retired else None,
+        mode=mode_text(state),
     )
 
 
@@ -101,13 +108,15 @@ def build_report(fleet: Fleet, workers: Iterable[str] | None = None) -> list[Rep
     return [report_line(state) for state in fleet.status(workers)]
 
 
-HEADERS = ("worker", "profile (model)", "workspace", "branch", "verdict", "outcome", "why")
+HEADERS = ("worker", "profile (model) · mode", "workspace", "branch", "verdict", "outcome", "why")
 
 
 def _cells(line: ReportLine) -> tuple[str, ...]:
     who = line.profile or "-"
     if line.model:
         who += f" ({line.model})"
+    if line.mode:
+        who += f" · {line.mode}"
     why = line.why + (f"; snapshot {line.ref}" if line.ref else "")
     return (
         line.worker, who, line.workspace or "-", line.branch or "-", line.verdict, line.outcome,

@@ -299,6 +299,7 @@ class Supervisor:
             reason=reason,
             reset_at=None if outcome is None else outcome.reset_at,
             claim=None if outcome is None else outcome.claim,
+            denials=() if outcome is None else outcome.denials,
         )
         self._journal(event)
         return event

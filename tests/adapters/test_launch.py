@@ -15,6 +15,7 @@ from fleet._launch import (
     headless_claude_argv,
     headless_codex_argv,
 )
+from fleet._permissions import PermissionPolicy
 from fleet.adapters._base import LaunchSpec, launch_argv
 from fleet.adapters.superset import config_args
 
@@ -64,13 +65,14 @@ def test_herdr_and_superset_get_the_same_claude_args() -> None:
 
 def test_headless_command_lines() -> None:
     assert headless_claude_argv(
-        claude="claude", profile=None, clausona="", permission_mode="bypassPermissions",
+        claude="claude", profile=None, clausona="", policy=PermissionPolicy(),
         model="m", effort=None, resume="s1",
     ) == ["claude", "-p", "--output-format", "stream-json", "--verbose", "--permission-mode",
           "bypassPermissions", "--model", "m", "--resume", "s1"]
     assert headless_codex_argv(
-        codex="codex", profile="codex:x", clausona="/c", permission_mode="plan", model=None,
-        effort="high", resume=None,
+        codex="codex", profile="codex:x", clausona="/c",
+        policy=PermissionPolicy(codex_sandbox="read-only"), model=None, effort="high",
+        resume=None,
     ) == ["/c", "run", "codex:x", "--", "exec", "--json", "--disable",
           "unbounded_connection_retries", "-s", "read-only", "-c", 'approval_policy="never"',
           "-c", 'model_reasoning_effort="high"']

@@ -288,13 +288,19 @@ def test_local_is_passed_where_the_build_has_it(
         assert all("--json" in c for c in cli_calls(rig))
 
 
-def test_cli_hand_over_uses_from_terminal_where_it_exists(cli: Rig) -> None:
+def test_cli_hand_over_carries_the_brief_where_from_terminal_exists(cli: Rig) -> None:
+    """Superset's `--from-terminal` writes its own prompt and refuses fleet's, so the brief
+    would be lost: fleet hands over with its own prompt, the transcript and the brief."""
     ws, spec = cli.started("w1")
     cli.adapter.hand_over(ws, attrs.evolve(spec, profile="claude:side"))
     _, handoff = cli_calls(cli, "agents", "create")
-    assert handoff[handoff.index("--from-terminal") + 1] == ws.handle["terminal"]
-    assert "--prompt" not in handoff
-    assert "terminal.transcript" in procs(cli)
+    assert "--from-terminal" not in handoff
+    note = next(ws.worktree.glob(".fleet-handover-*.md"))
+    assert handoff[handoff.index("--prompt") + 1] == (
+        f"Read the hand-over note in {note} and do what it says.")
+    text = note.read_text()
+    assert str(spec.brief) in text and "<previous-terminal-output>" in text
+    assert cli_calls(cli, "terminals", "read")  # the old terminal's output, read by fleet
 
 
 def test_cli_hand_over_on_an_older_build_sends_a_note_file(cli_0822: Rig) -> None:

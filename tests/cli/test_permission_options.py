@@ -119,3 +119,72 @@ def test_help_teaches_the_modes_that_work() -> None:
         for option in ("--allowed-tools", "--disallowed-tools", "--add-dir", "--insist"):
             assert option in text
         assert "dontAsk" in text and "--insist" in text
+
+
+def _auto_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str = "auto") -> None:
+    """This process runs inside a Claude Code session (its Bash tool) in ``mode``."""
+    monkeypatch.setenv("IS_SANDBOX", "1")  # no root warning, whoever runs the suite
+    project = tmp_path / "coordinator" / "projects" / "-repo"
+    project.mkdir(parents=True)
+    (project / "s-1.jsonl").write_text(json.dumps({"type": "user", "permissionMode": mode}))
+    monkeypatch.setenv("CLAUDECODE", "1")
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "s-1")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "coordinator"))
+
+
+def _start_policy(*options: str) -> tuple[object, list[str]]:
+    from fleet._cli.run import start_policy
+
+    args = build_parser().parse_args(["start", "w1", "--task", "b.md", *options])
+    return start_policy(args)
+
+
+def test_an_auto_mode_coordinator_starts_its_workers_in_dont_ask_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet._permissions import PermissionPolicy
+
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    assert _start_policy() == (PermissionPolicy(mode="bypassPermissions"), [])
+    _auto_session(tmp_path, monkeypatch)
+    policy, notes = _start_policy("--allowed-tools", "Write,Bash(git:*)")
+    assert policy == PermissionPolicy(mode="dontAsk", allowed_tools=["Write", "Bash(git:*)"])
+    assert len(notes) == 1 and "auto mode" in notes[0] and "Write, Bash(git:*)" in notes[0]
+    # No allowlist: still dontAsk, and both notes say what to pass.
+    policy, notes = _start_policy()
+    assert policy.mode == "dontAsk"  # type: ignore[attr-defined]
+    assert any("--allowed-tools" in n for n in notes) and len(notes) == 2
+    # A mode someone chose is kept, whoever chose it.
+    assert _start_policy("--permission-mode", "bypassPermissions")[0] == PermissionPolicy(
+        mode="bypassPermissions")
+    settings = tmp_path / "fleet.json"
+    settings.write_text(json.dumps({"permissions": {"claude": "bypassPermissions"}}))
+    monkeypatch.setenv("FLEET_SETTINGS", str(settings))
+    assert _start_policy() == (PermissionPolicy(mode="bypassPermissions"), [])
+
+
+def test_codex_workers_and_other_coordinator_modes_keep_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet._permissions import PermissionPolicy
+
+    _auto_session(tmp_path, monkeypatch)
+    assert _start_policy("--tool", "codex") == (PermissionPolicy(), [])
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "other")
+    assert _start_policy() == (PermissionPolicy(mode="bypassPermissions"), [])
+
+
+def test_run_gives_each_unchosen_task_the_auto_default(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet._cli.run import run_policies
+
+    tasks = _tasks(tmp_path, 'permissions = { mode = "bypassPermissions" }')
+    _auto_session(tmp_path, monkeypatch)
+    args = build_parser().parse_args(["run", str(tasks), "--allowed-tools", "Read"])
+    policies, warnings = run_policies(args)
+    assert policies["alpha"].mode == "bypassPermissions"
+    assert policies["beta"].mode == "dontAsk"
+    assert [w for w in warnings if "auto mode" in w] == [
+        "task 'beta' (claude): the coordinator runs in auto mode, which may not start a "
+        "bypassPermissions worker: starting it in dontAsk with the allowlist Read"]

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleet._core import events as ev
-from fleet._core.fold import Accumulator, Policy, feed, find_envelope, fold, snapshot, step
+from fleet._core.accumulator import Accumulator, find_envelope
+from fleet._core.fold import Policy, feed, fold, snapshot, step
 from fleet._core.machine import ATTENTION_STATES, MOVES, STATES
 
 from .strategies import journals

@@ -77,13 +77,16 @@ class Responder:
         self._h.send_header("content-length", "0")
         self._h.end_headers()
 
-    def sse(self, events: Iterable[tuple[str, Any]], *, named: bool = True) -> None:
+    def sse(self, events: Iterable[tuple[str, Any]], *, named: bool = True,
+            headers: Mapping[str, str] | None = None) -> None:
         """Stream ``(event name, data)`` pairs, then close the connection (no content-length:
         the client reads to EOF)."""
         self._h.send_response(200)
         self._h.send_header("content-type", "text/event-stream")
         self._h.send_header("cache-control", "no-cache")
         self._h.send_header("connection", "close")
+        for name, value in (headers or {}).items():
+            self._h.send_header(name, value)
         self._h.end_headers()
         self._h.close_connection = True
         try:

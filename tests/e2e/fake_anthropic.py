@@ -112,9 +112,9 @@ class FakeAnthropic(FakeServer):
         if not stream:
             out.json(200, {"id": msg_id, "type": "message", "role": "assistant", "model": model,
                            "content": blocks, "stop_reason": stop_reason,
-                           "stop_sequence": None, "usage": usage})
+                           "stop_sequence": None, "usage": usage}, reply.headers)
             return
-        out.sse(_events(msg_id, model, blocks, stop_reason, usage))
+        out.sse(_events(msg_id, model, blocks, stop_reason, usage), headers=reply.headers)
 
 
 def _blocks(reply: Reply) -> list[dict[str, Any]]:

@@ -1,9 +1,11 @@
-"""Permission policies on the real CLIs, on every tested release: the argv that
-:func:`fleet._permissions.claude_args` / :func:`~fleet._permissions.codex_args` build, run through
-the harness (not through `fleet start`), with fleet's hooks journaling what happens."""
+"""Permission policies on the real CLIs, on every tested release: the flags that
+:func:`fleet._launch.claude_policy_args` / :func:`~fleet._launch.codex_policy_args` build (the
+ones every headless worker is launched with), run through the harness, with fleet's hooks
+journaling what happens. tests/e2e/test_headless_policies.py runs them through `fleet start`."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -13,11 +15,11 @@ import pytest
 import fleet
 from fleet._core.events import HookEvent
 from fleet._errors import Refused, SettingsError
+from fleet._launch import claude_policy_args as claude_args
+from fleet._launch import codex_policy_args as codex_args
 from fleet._permissions import (
     PermissionPolicy,
     check_headless,
-    claude_args,
-    codex_args,
     coordinator_mode,
 )
 
@@ -264,3 +266,30 @@ def test_the_prompt_after_the_rules_is_read_as_the_prompt(
     run = claude.processes.run(argv, cwd=repo.path, env=claude.env(), timeout=90)
     assert run.returncode == 0, run.describe()
     assert any(b"the-prompt-after-the-rules" in r.body for r in anthropic.recorded("main"))
+
+
+def test_the_rules_fleet_writes_into_a_config_dir_are_the_ones_claude_reads(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo
+) -> None:
+    """An endpoint worker's settings.json gets the policy's rules beside the flags
+    (:func:`fleet.adapters._headless_run.config_rules`); with no flag at all, Claude Code runs
+    the allowed tool and denies the rest from that file alone."""
+    from fleet.adapters._headless_run import LaunchRecord, config_rules
+
+    record = LaunchRecord(worker="w1", tool="claude", worktree=str(repo.path), branch="b",
+                          allowed_tools=("Write",), disallowed_tools=("Bash(touch:*)",))
+    settings = claude.settings()
+    settings["permissions"] = config_rules(record)
+    claude.settings_file.write_text(json.dumps(settings))
+    anthropic.script([
+        call("Write", {"file_path": str(repo.path / "allowed.txt"), "content": "x\n"}),
+        bash("touch denied.txt"),
+        say("ok"),
+    ])
+
+    run = claude.headless("work", cwd=repo.path, permission_mode="dontAsk")
+
+    assert run.returncode == 0, run.describe()
+    assert (repo.path / "allowed.txt").read_text() == "x\n"
+    assert not (repo.path / "denied.txt").exists()
+    assert [d["tool_name"] for d in run.result["permission_denials"]] == ["Bash"]

@@ -4,9 +4,13 @@ wakes for it."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
+import pytest
+
 from fleet import Fleet
+from fleet._cli import main
 from fleet._orchestrate import start_worker
 from fleet.adapters._base import Workspace
 from fleet.adapters.headless import HeadlessAdapter
@@ -58,3 +62,26 @@ def test_a_policy_reaches_the_agents_command_line_and_its_record(
     assert argv[-1] == "# Fix the bug\nMake the tests pass.\n"  # the prompt, not a rule
     record = HeadlessAdapter(options=fake.options()).record("ruled")
     assert record.allowed_tools == ("Write", "Bash(git:*)")  # a follow-up runs with the same
+
+
+def test_send_with_a_receipt_says_a_follow_up_was_not_taken_and_why(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake.plan([{"result": "what next?", "session": "sess-8"}])
+    start_worker("rcpt", task=brief(tmp_path), repo=repo.path, options=fake.options())
+    exited(home, "rcpt")
+    (fake.bin / "claude").unlink()  # the follow-up's agent cannot be executed: exit 127
+    follow = tmp_path / "follow.md"
+    follow.write_text("Now write the docs.")
+    capsys.readouterr()
+
+    code = main(["--home", str(home), "send", "rcpt", str(follow), "--receipt", "30", "--json"])
+
+    out = json.loads(capsys.readouterr().out)
+    assert code == 4
+    assert out["receipt"]["taken"] is False and out["receipt"]["state"] == "gone"
+    assert "cannot start" in out["receipt"]["why"]
+    code = main(["--home", str(home), "send", "rcpt", str(follow), "--receipt", "30"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 4 and lines[0].startswith("sent ") and lines[1].startswith("rcpt: not taken: ")

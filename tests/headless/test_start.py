@@ -18,6 +18,7 @@ from fleet._core.events import Exited, FollowUpSent, Registered, Started
 from fleet._errors import Refused, SettingsError, ToolError
 from fleet._keys import KeyUnavailable
 from fleet._orchestrate import run_tasks, start_worker, stop_worker
+from fleet._permissions import PermissionPolicy
 from fleet._proc import is_alive
 from fleet.adapters._base import Workspace
 from fleet.adapters.headless import HeadlessAdapter
@@ -387,3 +388,78 @@ def test_permission_mode_comes_from_the_fleet_settings(
     assert claude_argv[claude_argv.index("--permission-mode") + 1] == "acceptEdits"
     assert codex_argv[codex_argv.index("-s") + 1] == "workspace-write"
     assert own_argv[own_argv.index("--permission-mode") + 1] == "plan"
+
+
+def test_the_whole_policy_reaches_the_launch_and_the_registration(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path
+) -> None:
+    claude = PermissionPolicy(mode="dontAsk", allowed_tools=["Write", "Bash(git:*)"],
+                              disallowed_tools=["WebFetch"], add_dirs=[str(tmp_path)])
+    start_worker("pol-c", task=brief(tmp_path), repo=repo.path, policy=claude,
+                 options=fake.options())
+    exited(home, "pol-c")
+    codex = PermissionPolicy(codex_sandbox="workspace-write", codex_approval="on-failure",
+                             codex_network=True, add_dirs=[str(tmp_path)])
+    start_worker("pol-x", task=brief(tmp_path), repo=repo.path, tool="codex", policy=codex,
+                 options=fake.options())
+    exited(home, "pol-x")
+    claude_argv, codex_argv = (c["argv"] for c in fake.calls())
+    assert claude_argv[claude_argv.index("--permission-mode") + 1] == "dontAsk"
+    assert {"--allowedTools=Write", "--allowedTools=Bash(git:*)", "--disallowedTools=WebFetch",
+            f"--add-dir={tmp_path}"} <= set(claude_argv)
+    assert codex_argv[codex_argv.index("-s") + 1] == "workspace-write"
+    assert {'approval_policy="on-failure"', "sandbox_workspace_write.network_access=true",
+            f'sandbox_workspace_write.writable_roots=["{tmp_path}"]'} <= set(codex_argv)
+    with Fleet(home) as fleet:
+        assert fleet.state("pol-c").permissions == {
+            "mode": "dontAsk", "allowed_tools": ["Write", "Bash(git:*)"],
+            "disallowed_tools": ["WebFetch"], "add_dirs": [str(tmp_path)]}
+        assert fleet.state("pol-x").permissions == {
+            "sandbox": "workspace-write", "approval": "on-failure", "network": True,
+            "add_dirs": [str(tmp_path)]}
+
+
+def test_the_registration_records_the_defaults_a_worker_ran_under(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path
+) -> None:
+    start_worker("def-c", task=brief(tmp_path), repo=repo.path, options=fake.options())
+    exited(home, "def-c")
+    start_worker("def-x", task=brief(tmp_path), repo=repo.path, tool="codex",
+                 options=fake.options())
+    exited(home, "def-x")
+    with Fleet(home) as fleet:
+        assert fleet.state("def-c").permissions == {"mode": "bypassPermissions"}
+        assert fleet.state("def-x").permissions == {
+            "sandbox": "danger-full-access", "approval": "never"}
+
+
+def test_a_mode_the_tool_does_not_have_is_refused_before_anything_is_made(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path
+) -> None:
+    with pytest.raises(SettingsError, match="unknown Codex sandbox 'dontAsk'"):
+        start_worker("bad-x", task=brief(tmp_path), repo=repo.path, tool="codex",
+                     permission_mode="dontAsk", options=fake.options())
+    with pytest.raises(SettingsError, match="unknown permission mode 'read-only'"):
+        start_worker("bad-c", task=brief(tmp_path), repo=repo.path,
+                     permission_mode="read-only", options=fake.options())
+    assert fake.calls() == []
+    assert not (repo.path.parent / "repo.fleet").exists()
+
+
+def test_an_endpoint_worker_config_holds_the_policy_rules(
+    home: Path, repo: Repo, fake: FakeAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_TEST_KEY", KEY)
+    opts = fake.options(endpoint="http://127.0.0.1:9", key_from="env:FLEET_TEST_KEY")
+    policy = PermissionPolicy(mode="dontAsk", allowed_tools=["Write", "Bash(git:*)"],
+                              disallowed_tools=["WebFetch"], add_dirs=[str(tmp_path)])
+    start_worker("api-rules", task=brief(tmp_path), repo=repo.path, policy=policy, options=opts)
+    exited(home, "api-rules")
+    settings = json.loads((home / "workers/api-rules/config/settings.json").read_text())
+    assert settings["permissions"] == {"allow": ["Write", "Bash(git:*)"], "deny": ["WebFetch"],
+                                       "additionalDirectories": [str(tmp_path)]}
+    assert "skipDangerousModePermissionPrompt" not in settings
+    start_worker("api-plain", task=brief(tmp_path), repo=repo.path, options=opts)
+    exited(home, "api-plain")
+    plain = json.loads((home / "workers/api-plain/config/settings.json").read_text())
+    assert "permissions" not in plain

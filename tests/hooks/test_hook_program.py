@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import pytest
 
 from fleet._core import events
+from fleet._core.accumulator import find_envelope
 from fleet._core.events import HookEvent, Unreadable
-from fleet._core.fold import find_envelope
 from fleet._hook_command import hook_script_path
 from fleet._journal import index_worktree
 from tests.hooks.conftest import Hook, claude_payloads, codex_payloads, every_claude_payload

@@ -12,7 +12,8 @@ import pytest
 from fleet import Fleet
 from fleet._core.events import HookEvent, Seen
 from fleet._errors import InvalidWorkerId, UnknownWorker
-from fleet._hub.view import HubView, RemoteState
+from fleet._hub.remote import RemoteState
+from fleet._hub.view import HubView
 from fleet._journal import append
 from tests.hub.conftest import NatsServer, ThreadShipper, eventually
 from tests.hub.helpers import event_stream, write_journal

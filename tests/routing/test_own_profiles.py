@@ -77,12 +77,15 @@ def test_add_list_remove(world: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0 and list(rows) == ["claude:work", "codex:side", "claude:glm"]
     assert rows["claude:work"]["source"] == "fleet" and rows["claude:work"]["worker"] is True
     assert rows["claude:work"]["quota"] is None and rows["claude:work"]["quotaKnown"] is False
+    assert rows["claude:work"]["quotaSource"] == "unknown" and rows["claude:work"]["limit"] is None
+    assert rows["claude:glm"]["quotaSource"] == "none"
     assert rows["claude:work"]["headroom"] is None
     assert rows["claude:glm"]["kind"] == "api" and rows["claude:glm"]["model"] == "glm-5"
     code, out, _ = run(capsys, "profiles")
-    (work,) = [ln for ln in out.splitlines() if "claude:work" in ln]
+    (work,) = [ln for ln in out.splitlines() if ln.startswith("  claude:work ")]
     assert work.split()[-3:] == ["unknown", "yes", "-"]
-    assert "quota unknown: fleet reads quota only from clausona" in out
+    assert ("  claude:work: quota unknown (no clausona reading, no limit seen): used as if it "
+            "had room") in out
     code, out, _ = run(capsys, "profiles", "remove", "side")
     assert code == 0 and out.startswith("codex:side removed from ")
     code, _, err = run(capsys, "profiles", "remove", "side")

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from fleet._cli import hub as hub_cli
-from fleet._cli._common import Exit, add_examples, add_json, positive_count, print_json
+from fleet._cli._common import Exit, add_examples, add_json, positive_count, print_json, seconds
 from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
@@ -160,6 +162,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="DIR",
         help="the profile's config dir (default: from `clausona list --json`)",
     )
+    _receipt_arg(p)
     add_json(p)
     add_examples(
         p,
@@ -173,9 +176,57 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _send_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("worker")
     p.add_argument("file", type=Path, metavar="FILE", help="the follow-up text")
+    _receipt_arg(p)
     hub_cli.add_hub_args(p)
     add_json(p)
     p.set_defaults(run=cmd_send)
+
+
+def _receipt_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--receipt", type=seconds, default=0.0, metavar="S",
+        help="wait up to S seconds for the agent to take it (a prompt, a session or a turn "
+        "after it) and say whether it did: exit 0 taken, 3 not known yet, 4 not taken (its "
+        "agent could not start, or it went quiet); default: do not wait",
+    )
+
+
+def _say_receipt(args: argparse.Namespace, before: WorkerState, out: dict[str, Any], *,
+                 sent_line: bool = True) -> int:
+    """Wait for the receipt ``--receipt`` asks for, add it to ``out`` and print (with the
+    "sent" line unless ``sent_line`` is False: the caller printed its own); the exit code it
+    means."""
+    if args.receipt <= 0:
+        _print_sent(args, out)
+        return Exit.OK
+    from fleet._orchestrate import wait_receipt
+
+    receipt = wait_receipt(args.worker, before, home=args.home, timeout=args.receipt)
+    out["receipt"] = {"taken": receipt.taken, "state": receipt.state,
+                      "reason": receipt.reason, "why": receipt.why, "queued": receipt.queued}
+    if sent_line or args.json:
+        _print_sent(args, out)
+    if not args.json:
+        if receipt.taken:
+            said = f"taken: {receipt.state}({receipt.reason})"
+        elif receipt.taken is False:
+            said = f"not taken: {receipt.why}"
+        elif receipt.queued:
+            said = (f"queued: the worker was busy and has not taken it after "
+                    f"{args.receipt:g}s (it does after its turn)")
+        else:
+            said = f"not taken yet after {args.receipt:g}s: {receipt.state}({receipt.reason})"
+        sys.stdout.write(f"{args.worker}: {said}\n")
+    if receipt.taken is False:
+        return Exit.REFUSED
+    return Exit.OK if receipt.taken else Exit.TIMEOUT
+
+
+def _print_sent(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    if args.json:
+        print_json(out)
+    else:
+        sys.stdout.write(f"sent {out['sent']} to {args.worker} ({out['adapter']})\n")
 
 
 def _route_arg(p: argparse.ArgumentParser) -> None:
@@ -325,12 +376,10 @@ def cmd_send(args: argparse.Namespace) -> int:
     # Checked here, before any adapter has typed half of it into a terminal.
     read_prompt(args.file, "follow-up file")
     adapter, workspace = _workspace(args)
+    before = Fleet(args.home).state(args.worker)
     adapter.send(workspace, args.file)
-    if args.json:
-        print_json({"worker": args.worker, "sent": str(args.file), "adapter": adapter.name})
-    else:
-        sys.stdout.write(f"sent {args.file} to {args.worker} ({adapter.name})\n")
-    return Exit.OK
+    return _say_receipt(
+        args, before, {"worker": args.worker, "sent": str(args.file), "adapter": adapter.name})
 
 
 def cmd_hand_over(args: argparse.Namespace) -> int:
@@ -364,24 +413,20 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
     )
     adapter.trust(workspace, spec)
     handle = dict(adapter.hand_over(workspace, spec))
-    if args.json:
-        print_json(
-            {
-                "worker": args.worker,
-                "profile": spec.profile,
-                "model": spec.model,
-                "handle": handle,
-                "adapter": adapter.name,
-                "why": why,
-            }
-        )
-    else:
+    out = {"worker": args.worker, "profile": spec.profile, "model": spec.model,
+           "handle": handle, "adapter": adapter.name, "why": why}
+    if not args.json:
         sys.stdout.write(
             f"handed {args.worker} over to {spec.profile or '-'}"
             f"{f' ({spec.model})' if spec.model else ''} via {adapter.name}"
             f"{f': {why}' if why else ''}\n"
         )
-    return Exit.OK
+    if args.receipt <= 0:
+        if args.json:
+            print_json(out)
+        return Exit.OK
+    # The hand-over starts a new session: it is taken when that session's first hook runs.
+    return _say_receipt(args, attrs.evolve(state, state="starting"), out, sent_line=False)
 
 
 def _started_brief(args: argparse.Namespace) -> Path | None:

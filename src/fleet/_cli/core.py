@@ -22,7 +22,7 @@ from fleet._cli._common import (
     to_jsonable,
 )
 from fleet._cli.hub import add_hub_args, hub_of
-from fleet._core.attention import reason_text
+from fleet._core.attention import mode_text, reason_text
 from fleet._core.events import encode_obj, event_type
 from fleet._core.fold import WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
@@ -225,6 +225,7 @@ def status_row(state: WorkerState, now: float) -> list[str]:
         age(state.since, now),
         state.mark,
         state.profile or "-",
+        mode_text(state) or "-",
         state.branch or "-",
         f"{state.last_event or '-'} {age(state.last_event_ts, now)} ago"
         if state.last_event
@@ -232,7 +233,8 @@ def status_row(state: WorkerState, now: float) -> list[str]:
     ]
 
 
-STATUS_HEADERS = ["worker", "state", "reason", "for", "mark", "profile", "branch", "last event"]
+STATUS_HEADERS = [
+    "worker", "state", "reason", "for", "mark", "profile", "mode", "branch", "last event"]
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -198,7 +198,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from fleet._home import resolve_home
     from fleet._mcp.scope import Scope
     from fleet._mcp.server import FleetServer, run
-    from fleet._mcp.tools import DEFAULT_MAX_WAIT, Tools
+    from fleet._mcp.specs import DEFAULT_MAX_WAIT
+    from fleet._mcp.tools import Tools
 
     scope = Scope.build(resolve_home(args.home), args.repo, cwd=os.getcwd())
     tools = Tools(

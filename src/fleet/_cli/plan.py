@@ -20,17 +20,22 @@ from fleet._core.routing import (
     Settings,
     assess,
     format_duration,
+    limit_problem,
 )
 from fleet._errors import SettingsError
 from fleet._keys import KEY_SOURCE_HELP
 from fleet._plan import load_task_file, plan_json, plan_tasks
 from fleet._profiles import coordinator_profile, detect_coordinator_tool, load_profiles
+from fleet._quota import SOURCES_HELP, limit_json, quota_source
 
 PROFILES_HELP = """\
 Profiles are fleet's own (`fleet profiles add`, kept in the settings' `profiles` key: plain
-Claude Code config dirs and Codex homes, no quota reading) and, when clausona is installed,
-clausona's: from `clausona list --json` ($FLEET_CLAUSONA names the binary), or from a file
-holding that output (--profiles FILE or $FLEET_PROFILES). clausona is optional."""
+Claude Code config dirs and Codex homes) and, when clausona is installed, clausona's: from
+`clausona list --json` ($FLEET_CLAUSONA names the binary), or from a file holding that output
+(--profiles FILE or $FLEET_PROFILES). clausona is optional. Quota comes from clausona's
+reading where it has one; else from the last usage limit a worker on the profile hit (fleet's
+journals), until its reset time (5 hours after it was hit when the agent did not say); else
+it is unknown, and the profile is used as if it had room."""
 
 SETTINGS_HELP = """\
 Settings live in ~/.clausona/fleet.json (or --settings FILE, or $FLEET_SETTINGS). When only
@@ -112,8 +117,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="list profiles (quota, whether each may be a worker now), or add / remove one",
         description="One row per profile: tool, kind (subscription or api), model, "
         "5H / 7D / scoped usage, headroom, quota state (and how old the reading is), and "
-        "whether it may be a worker now, or why not. fleet reads quota only from clausona: "
-        "for fleet's own profiles it says unknown.\n\n" + PROFILES_HELP,
+        "whether it may be a worker now, or why not; --json says where each quota comes "
+        "from (quotaSource: clausona, journal, unknown, none) and the last limit seen "
+        "(limit).\n\n" + PROFILES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_sources(p)
@@ -292,6 +298,9 @@ def profile_json(
         "isActive": p.is_active,
         "coordinator": coordinator is not None and p.name == coordinator.name,
         "headroom": None if unknown else p.headroom,
+        # Where the quota below comes from: clausona, journal (a limit a worker hit, not yet
+        # reset), unknown, or none (an API profile has no plan quota).
+        "quotaSource": quota_source(p, now),
         "quotaKnown": not unknown and not p.is_api and q is not None,
         "quota": None
         if q is None
@@ -304,10 +313,26 @@ def profile_json(
             "weekly": _window_json(q.weekly),
             "scoped": _window_json(q.scoped),
         },
+        "limit": limit_json(p.limit, now),
         "worker": a.eligible,
         "why": list(a.reasons),
         "notes": list(a.notes),
     }
+
+
+def _quota_line(p: Profile, source: str, now: float) -> str | None:
+    """What the footer says of a profile whose quota is not clausona's reading."""
+    lim = p.limit
+    if source == "journal" and lim is not None:
+        return f"  {p.name}: limited, from fleet's journals: {limit_problem(lim, now)}"
+    if source != "unknown":
+        return None
+    if lim is None:
+        return (f"  {p.name}: quota unknown (no clausona reading, no limit seen): used as if "
+                "it had room")
+    when = format_duration(max(0.0, now - lim.until))
+    return (f"  {p.name}: quota unknown (no clausona reading; the last limit seen, by worker "
+            f"{lim.worker}, ended {when} ago): used as if it had room")
 
 
 def cmd_profiles_add(args: argparse.Namespace) -> int:
@@ -362,6 +387,8 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         q = None if _profile_store.quota_unknown(p) else p.quota
         if p.is_api:
             state = "api"
+        elif item["quotaSource"] == "journal":
+            state = "limit"
         elif q is None:
             state = "unknown"
         else:
@@ -387,9 +414,11 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         "why",
     ]
     print(table(rows, headers))
-    if any(_profile_store.quota_unknown(p) for p in profiles):
-        print("\nquota unknown: fleet reads quota only from clausona; fleet's own profiles "
-              "are used as if they had room")
+    said = [line for p, item in zip(profiles, items, strict=True)
+            if (line := _quota_line(p, item["quotaSource"], now)) is not None]
+    if said:
+        print(f"\n{SOURCES_HELP}:")
+        print("\n".join(said))
     if coordinator is None:
         print(f"\nno profile's configDir is this {tool} coordinator's config dir")
     else:

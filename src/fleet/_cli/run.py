@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from fleet._cli._common import (
     Exit,
@@ -225,6 +226,9 @@ def _permission_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--add-dir", action="append", default=[], metavar="DIR",
                    help="another directory the worker may work in (repeatable; Codex: a "
                    "writable root)")
+    p.add_argument("--sandboxed", action="store_true",
+                   help="this machine is a sandbox: set IS_SANDBOX=1 for the worker, which "
+                   "Claude Code needs to run bypassPermissions as root (never set unless told)")
     p.add_argument("--insist", action="store_true",
                    help="start even in a mode that asks a person (default, acceptEdits, "
                    "plan), which a headless worker cannot answer")
@@ -248,7 +252,12 @@ def _options(args: argparse.Namespace) -> HeadlessOptions:
         timeout=args.timeout,
         max_attempts=max(0, args.retries) + 1,
         backoff_base=args.backoff,
+        env=_SANDBOX if args.sandboxed else {},
     )
+
+
+#: What ``--sandboxed`` gives the worker: Claude Code runs bypassPermissions as root only with it.
+_SANDBOX: Final = {"IS_SANDBOX": "1"}
 
 
 def _tool_of(profile: str | None, tool: str) -> str:
@@ -275,14 +284,15 @@ def _cli_policy(args: argparse.Namespace, tool: str, *, either: bool = False) ->
     )
 
 
-def _check_policy(policy: PermissionPolicy, tool: str, *, insist: bool,
+def _check_policy(policy: PermissionPolicy, tool: str, *, args: argparse.Namespace,
                   where: str = "") -> list[str]:
     from fleet._errors import Refused
     from fleet._permissions import check_headless, is_root
 
+    env = {**os.environ, **(_SANDBOX if args.sandboxed else {})}
     try:
         return [where + w for w in check_headless(policy, tool=tool, is_root=is_root(),
-                                                  force=insist, env=os.environ)]
+                                                  force=args.insist, env=env)]
     except Refused as exc:
         raise Refused(where + str(exc)) from None
 
@@ -290,6 +300,35 @@ def _check_policy(policy: PermissionPolicy, tool: str, *, insist: bool,
 def _warn(warnings: list[str]) -> None:
     for warning in dict.fromkeys(warnings):
         sys.stderr.write(f"fleet: warning: {warning}\n")
+
+
+def _unchosen_mode(policy: PermissionPolicy, tool: str,
+                   coordinator: Callable[[], str | None]) -> tuple[PermissionPolicy, list[str]]:
+    """A Claude worker whose mode nobody chose (options, settings, the task) gets the one its
+    coordinator may start: dontAsk under an auto-mode coordinator, whose safety check refuses
+    to spawn a bypassPermissions agent; said in a note. ``coordinator`` reads the mode of the
+    Claude Code session fleet runs in, if any (asked once, and only when needed)."""
+    import attrs
+
+    from fleet._permissions import default_policy
+
+    if tool != "claude" or policy.mode is not None:
+        return policy, []
+    chosen, message = default_policy(coordinator(), policy.allowed_tools)
+    return attrs.evolve(policy, mode=chosen.mode), [message] if message else []
+
+
+def _coordinator_once() -> Callable[[], str | None]:
+    from fleet._permissions import coordinator_mode
+
+    known: list[str | None] = []
+
+    def read() -> str | None:
+        if not known:
+            known.append(coordinator_mode(os.environ))
+        return known[0]
+
+    return read
 
 
 def start_policy(args: argparse.Namespace) -> tuple[PermissionPolicy, list[str]]:
@@ -300,7 +339,8 @@ def start_policy(args: argparse.Namespace) -> tuple[PermissionPolicy, list[str]]
     rules = load_settings().permission_rules
     tool = _tool_of(args.profile, args.tool)
     policy = policy_from_settings(rules, profile=args.profile, cli=_cli_policy(args, tool))
-    return policy, _check_policy(policy, tool, insist=args.insist)
+    policy, notes = _unchosen_mode(policy, tool, _coordinator_once())
+    return policy, [*notes, *_check_policy(policy, tool, args=args)]
 
 
 def run_policies(args: argparse.Namespace) -> tuple[dict[str, PermissionPolicy], list[str]]:
@@ -315,6 +355,7 @@ def run_policies(args: argparse.Namespace) -> tuple[dict[str, PermissionPolicy],
     task_file = load_task_file(Path(args.tasks))
     policies: dict[str, PermissionPolicy] = {}
     warnings: list[str] = []
+    coordinator = _coordinator_once()
     for task in task_file.tasks:
         known = task.tool or (_tool_of(task.profile, "") if task.profile else None)
         for tool in (known,) if known else ("claude", "codex"):
@@ -326,7 +367,9 @@ def run_policies(args: argparse.Namespace) -> tuple[dict[str, PermissionPolicy],
                     cli=_cli_policy(args, tool, either=not known))
             except SettingsError as exc:
                 raise SettingsError(where + str(exc)) from None
-            warnings += _check_policy(policy, tool, insist=args.insist, where=where)
+            policy, notes = _unchosen_mode(policy, tool, coordinator)
+            warnings += [where + note for note in notes]
+            warnings += _check_policy(policy, tool, args=args, where=where)
             policies.setdefault(task.name, policy)
     return policies, warnings
 

@@ -18,6 +18,27 @@ def _excerpt(text: str | None, limit: int = _EXCERPT) -> str | None:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def exit_why(state: WorkerState, limit: int = 160) -> str | None:
+    """The agent's own reason for a run that failed, in one line: the first line of what it
+    said when it ended (its error result, else its stderr), e.g. ``--dangerously-skip-
+    permissions cannot be used with root/sudo privileges``. None for a run that went well."""
+    info = state.exit
+    if info is None or not info.result or not (info.is_error or info.exit_code not in (0, None)):
+        return None
+    for line in info.result.splitlines():
+        text = line.strip()
+        # Node's stack traces and blank lines say nothing a coordinator can act on.
+        if text and not text.startswith("at "):
+            return _excerpt(text, limit)
+    return None
+
+
+def _denied(state: WorkerState, shown: int = 3) -> str:
+    listed = ", ".join(state.denials[:shown])
+    more = len(state.denials) - shown
+    return listed + (f" and {more} more" if more > 0 else "")
+
+
 def next_step(state: WorkerState) -> str:
     """One line: what happened and what the coordinator should do about it."""
     s, reason = state.state, state.reason
@@ -29,7 +50,8 @@ def next_step(state: WorkerState) -> str:
             findings = "; ".join(state.findings) or "see fleet report"
             return f"check failed ({findings}): send a follow-up naming each finding"
         claim = env.text if env else (_excerpt(state.message, 120) or "")
-        return f"claims done: {claim} — check it before believing it (fleet check)"
+        denied = f" (its policy denied {_denied(state)})" if state.denials else ""
+        return f"claims done: {claim}{denied} — check it before believing it (fleet check)"
     if s == "blocked":
         if reason == "permission":
             if state.waiting_for and not state.permission_tool:
@@ -39,6 +61,10 @@ def next_step(state: WorkerState) -> str:
             return f"waiting for permission to use {tool}: tell the user, do not answer it yourself"
         if reason == "question":
             return "asking a question: read its screen and answer or ask the user"
+        if reason == "permission_denied":
+            return (f"its permission policy denied {_denied(state) or 'a tool'}: start it again "
+                    "with that allowed (--allowed-tools, or another mode), or do that step "
+                    "yourself")
         if reason == "limit":
             reset = f" (resets {reset_text(state.limit_reset)})" if state.limit_reset else ""
             return f"hit a usage or rate limit{reset}: hand the task to another profile"
@@ -65,6 +91,9 @@ def next_step(state: WorkerState) -> str:
             return "stopped by fleet: check the worktree, restart or retire it"
         if reason == "timeout":
             return "ran out of time: check the worktree, restart with more time or a smaller task"
+        why = exit_why(state)
+        if why:
+            return f"its agent failed ({reason}): {why} — fix that, then restart it"
         return f"its session ended ({reason}) with no DONE claim: check the worktree"
     if str(s) == "offline":
         # A hub view: the worker's host stopped shipping its journal.
@@ -93,7 +122,24 @@ def reason_text(state: WorkerState) -> str:
             return f"{reason} · resets {reset_text(state.limit_reset)}"
         if reason == "account" and state.error:
             return f"{reason} · {state.error}"
-    return reason
+        if reason == "permission_denied" and state.denials:
+            return f"{reason} · {_denied(state, 1)}"
+    why = exit_why(state, 60) if state.state in ("gone", "stopped") else None
+    return f"{reason} · {why}" if why else reason
+
+
+def mode_text(state: WorkerState) -> str | None:
+    """How fleet started the worker, in a few words: ``dontAsk +3 tools``,
+    ``danger-full-access``; None for a worker fleet did not start."""
+    policy = state.permissions
+    if "mode" in policy:
+        allowed = policy.get("allowed_tools") or ()
+        return f"{policy['mode']} +{len(allowed)} tools" if allowed else str(policy["mode"])
+    if "sandbox" in policy:
+        approval = policy.get("approval")
+        tail = f" ({approval})" if approval and approval != "never" else ""
+        return f"{policy['sandbox']}{tail}" + (" +network" if policy.get("network") else "")
+    return None
 
 
 def attention_details(state: WorkerState) -> dict[str, Any]:
@@ -113,6 +159,11 @@ def attention_details(state: WorkerState) -> dict[str, Any]:
         out["error"] = state.error
     if state.permission_mode:
         out["permission_mode"] = state.permission_mode
+    if state.denials:
+        out["denials"] = list(state.denials)
+    why = exit_why(state, 300)
+    if why:
+        out["why"] = why
     if state.limit_reset is not None:
         out["limit_reset"] = state.limit_reset
     if state.exit is not None:

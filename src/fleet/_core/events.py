@@ -96,6 +96,9 @@ class Registered:
     branch: str | None = None
     base: str | None = None
     task: str | None = None
+    #: the permission policy it was started with, in its tool's terms (``mode`` and
+    #: ``allowed_tools`` for Claude, ``sandbox`` and ``approval`` for Codex)
+    permissions: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -137,6 +140,9 @@ class Exited:
     #: after it only in automatic turns (Claude Code answering its own background tasks'
     #: notifications), so ``result``, the last turn's, no longer shows the worker's verdict.
     claim: str | None = None
+    #: tool calls the run's permission policy denied, as ``Tool(what)`` (Claude Code reports
+    #: them only in its result: no hook fires for a denial in dontAsk or ``-p``)
+    denials: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -408,7 +414,7 @@ def encode_obj(event: Event) -> dict[str, JSON]:
     head["type"] = _TAG_OF[type(event)]
     body = converter.unstructure(event)
     for key, value in body.items():
-        if key in ("ts", "src") or value is None or value in ({}, []):
+        if key in ("ts", "src") or value is None or value in ({}, [], ()):
             continue
         head[key] = value
     return head

@@ -4,6 +4,8 @@
 takes a :class:`WorkerState` snapshot of it. The accumulator is mutable and private; everything
 handed out is frozen. Feeding the same events in any number of pieces gives the same snapshot,
 which is what lets the tailer fold incrementally and a cache resume from a saved accumulator.
+The accumulator's shape is :mod:`fleet._core.accumulator`; which move each hook or status file
+asks for is :mod:`fleet._core.classify`.
 
 Rules beyond the table in :mod:`fleet._core.machine`:
 
@@ -28,14 +30,22 @@ Rules beyond the table in :mod:`fleet._core.machine`:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
-import cattrs
 import orjson
 
+from fleet._core.accumulator import Accumulator, Envelope, ExitInfo, _cut, find_envelope
+from fleet._core.classify import (
+    ACTIVITY_HOOKS,
+    KNOWN_STATUSES,
+    Move,
+    _classify_hook,
+    _classify_status,
+    _knows_hook,
+    _verdict_of,
+)
 from fleet._core.events import (
     HOOK_SOURCES,
     AgentStatus,
@@ -63,60 +73,6 @@ from fleet._core.limits import find_reset, is_limit_error
 from fleet._core.machine import ATTENTION_STATES, State, move
 
 DEFAULT_QUIET_AFTER: Final = 300.0
-MESSAGE_LIMIT: Final = 4096
-
-_ENVELOPE = re.compile(
-    r"^[\s*_`>#-]*(?P<marker>(?:FLEET|SUPERSET)_WORKER_(?P<kind>DONE|BLOCKED))[*_`]*\s*:?[*_`]*\s*"
-    r"(?P<text>.*?)[\s*_`]*$"
-)
-
-ACTIVITY_HOOKS: Final = frozenset(
-    {
-        "UserPromptSubmit",
-        "UserPromptExpansion",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PostToolBatch",
-        "PermissionDenied",
-        "SubagentStart",
-        "SubagentStop",
-        "PreCompact",
-        "PostCompact",
-        "TaskCreated",
-        "TaskCompleted",
-        "ElicitationResult",
-        "CwdChanged",
-        "FileChanged",
-    }
-)
-#: StopFailure kinds that need a person to act on the account: blocked, not a plain API error.
-ACCOUNT_ERRORS: Final = frozenset(
-    {"account_on_hold", "verification_required", "cloud_credential_error"}
-)
-#: Notifications that tell the fold nothing: journaled, deliberately folded as nothing.
-IGNORED_NOTIFICATIONS: Final = frozenset(
-    {"agent_completed", "auth_storage_failure", "plugin_notification"}
-)
-#: Hooks journaled for the record that move no state (the model a worker switched to is kept).
-IGNORED_HOOKS: Final = frozenset(
-    {"PreModelSwitch", "PostModelSwitch", "DirectoryAdded", "PreSkillShellCommand"}
-)
-#: Hooks of the tested releases that fleet does not install and that tell the fold nothing,
-#: should a user's own settings journal them.
-_QUIET_HOOKS: Final = frozenset(
-    {"InstructionsLoaded", "MessageDisplay", "ConfigChange", "Setup", "TeammateIdle",
-     "WorktreeCreate", "WorktreeRemove"}
-)
-_STATE_HOOKS: Final = frozenset(
-    {"SessionStart", "Stop", "PermissionRequest", "Notification", "Elicitation", "StopFailure",
-     "Interrupt", "SessionEnd"}
-)
-KNOWN_NOTIFICATIONS: Final = IGNORED_NOTIFICATIONS | {
-    "permission_prompt", "agent_needs_input", "elicitation_dialog", "idle_prompt",
-    "elicitation_response",
-}
-KNOWN_STATUSES: Final = frozenset({"busy", "idle", "waiting"})
 
 
 @attrs.frozen(kw_only=True)
@@ -125,27 +81,6 @@ class Policy:
     quiet."""
 
     quiet_after: float = DEFAULT_QUIET_AFTER
-
-
-@attrs.frozen(kw_only=True)
-class Envelope:
-    """The worker's own verdict on its turn: the last line of its final message."""
-
-    kind: Literal["done", "blocked"]
-    text: str
-    marker: str
-
-
-@attrs.frozen(kw_only=True)
-class ExitInfo:
-    exit_code: int | None
-    is_error: bool
-    api_error_status: int | None
-    result: str | None
-    usage: Mapping[str, int]
-    session_id: str | None
-    reason: str | None
-    reset_at: float | None
 
 
 @attrs.frozen(kw_only=True)
@@ -207,226 +142,28 @@ class WorkerState:
     #: the snapshot ref of the last retire, and what changed between its check and the delete
     retired_ref: str | None = None
     retired_note: str | None = None
+    #: tool calls the last run's permission policy denied, as ``Tool(what)``
+    denials: tuple[str, ...] = ()
+    #: the last follow-up or hand-over: ``sent`` until the agent's next hook shows it ran on
+    #: it, then ``taken``; None when there was none
+    delivery: str | None = None
+    #: the permission policy fleet started it with (``mode``, ``allowed_tools`` ... for
+    #: Claude; ``sandbox``, ``approval`` for Codex); empty for a worker fleet did not start
+    permissions: Mapping[str, Any] = attrs.field(factory=dict)
 
-
-def find_envelope(message: str | None) -> Envelope | None:
-    """The DONE/BLOCKED envelope on the last non-empty line of ``message``, if any."""
-    if not message:
-        return None
-    for raw in reversed(message.splitlines()):
-        line = raw.strip()
-        if not line:
-            continue
-        m = _ENVELOPE.match(line)
-        if m is None:
-            return None
-        kind: Literal["done", "blocked"] = "done" if m["kind"] == "DONE" else "blocked"
-        return Envelope(kind=kind, text=m["text"].strip(), marker=m["marker"])
-    return None
-
-
-def _cut(text: Any, limit: int = MESSAGE_LIMIT) -> str | None:
-    if not isinstance(text, str):
-        return None
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@attrs.define(slots=True, kw_only=True, eq=True)
-class Accumulator:
-    """The mutable state of a fold in progress. Private to the fold and its callers' caches;
-    never handed to users (they get :class:`WorkerState`)."""
-
-    # the state and the event that entered it
-    state: State = "starting"
-    reason: str = "new"
-    since: float = 0.0
-    seq: int = 0
-    live: bool | None = None
-    # counts and clocks
-    events: int = 0
-    unreadable: int = 0
-    ignored: int = 0
-    unknown: int = 0
-    last_seq: int = -1
-    last_event: str | None = None
-    last_event_ts: float | None = None
-    last_activity: float | None = None
-    activity_seq: int = 0
-    seen: set[str] = attrs.field(factory=set)
-    # what the registration and the host said
-    tool: str | None = None
-    profile: str | None = None
-    model: str | None = None
-    adapter: str | None = None
-    handle: dict[str, str] = attrs.field(factory=dict)
-    worktree: str | None = None
-    branch: str | None = None
-    base: str | None = None
-    task: str | None = None
-    # what the agent said
-    message: str | None = None
-    envelope: Envelope | None = None
-    permission_tool: str | None = None
-    permission_mode: str | None = None
-    notification: str | None = None
-    waiting_for: str | None = None
-    error: str | None = None
-    limit_reset: float | None = None
-    exit: ExitInfo | None = None
-    session_id: str | None = None
-    #: background tasks still running when the main turn last ended (Stop's count)
-    background: int = 0
-    #: the last envelope the worker wrote, with its message, while its work goes on in the
-    #: background or in automatic turns that answer background tasks' notifications
-    pending: Envelope | None = None
-    pending_message: str | None = None
-    #: the current turn was started by Claude Code itself (a task notification), not a person
-    auto_turn: bool = False
-    #: the wait the worker is blocked in was entered by an event that names it (a permission
-    #: request for a tool, an elicitation), not only by a screen or notification saying "waiting"
-    wait_named: bool = False
-    # what the coordinator did
-    verdict: str | None = None
-    findings: tuple[str, ...] = ()
-    refused: str | None = None
-    checked_head: str | None = None
-    follow_ups: int = 0
-    retired_ref: str | None = None
-    retired_note: str | None = None
-    # the process
-    pid: int | None = None
-    start_time: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready copy (for the fold cache); :meth:`from_dict` reads it back."""
-        return attrs.asdict(self, value_serializer=_serialize)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Accumulator:
-        """The accumulator :meth:`to_dict` saved. Raises on anything else (a cache then
-        replays)."""
-        return _acc_converter.structure(dict(data), cls)
-
-    def copy(self) -> Accumulator:
-        return attrs.evolve(self, seen=set(self.seen), handle=dict(self.handle))
-
-
-def _serialize(_: Any, field: Any, value: Any) -> Any:
-    if isinstance(value, set):
-        return sorted(value)
-    return value
-
-
-_acc_converter = cattrs.Converter(forbid_extra_keys=True)
 
 #: WorkerState fields copied as they are from the accumulator.
 _SNAPSHOT_FIELDS: Final = tuple(
     f.name
     for f in attrs.fields(WorkerState)
     if f.name in attrs.fields_dict(Accumulator)
-    and f.name not in ("state", "reason", "since", "seq", "seen", "handle")
+    and f.name not in ("state", "reason", "since", "seq", "seen", "handle", "permissions")
 )
 
 
-Move = tuple[str, str]
-
-
-def _classify_hook(event: HookEvent, acc: Accumulator) -> Move | None:
-    hook = event.hook
-    if hook in ACTIVITY_HOOKS:
-        return ("activity", "active")
-    if hook == "SessionStart":
-        return ("activity", "active") if event.get("source") == "compact" else ("start", "session")
-    if hook == "Stop":
-        return _turn_over(acc)
-    if hook == "PermissionRequest":
-        # Claude Code asks its AskUserQuestion tool's questions through a permission dialog.
-        question = event.text("tool_name") == "AskUserQuestion"
-        return ("block", "question" if question else "permission")
-    if hook == "Notification":
-        kind = event.get("notification_type")
-        if kind in ("permission_prompt", "agent_needs_input"):
-            # agent_needs_input (2.1.332): auto mode cannot check an action and waits for a
-            # person to choose; the only hook of that screen, and it comes seconds late.
-            return ("block", "permission")
-        if kind == "elicitation_dialog":
-            return ("block", "question")
-        if kind == "idle_prompt":
-            # The main turn ended a minute ago, but work that it started may still run.
-            return None if acc.background else ("idle", "turn_end")
-        if kind == "elicitation_response":
-            return ("activity", "active")
-        return None  # IGNORED_NOTIFICATIONS and any kind this version does not know
-    if hook == "Elicitation":
-        return ("block", "question")
-    if hook == "StopFailure":
-        return _failure(event.text("error") or "unknown")
-    if hook == "Interrupt":
-        return ("interrupt", "interrupted")
-    if hook == "SessionEnd":
-        error = event.text("error")
-        if error:
-            # The transcript ended in an API error (the hook read it): the StopFailure hook
-            # may have been stopped before it wrote.
-            return _failure(error)
-        return _verdict_of(acc.pending) if acc.pending and _working_on(acc) else ("end", "ended")
-    return None  # IGNORED_HOOKS and any hook this version does not know
-
-
-def _failure(error: str) -> Move:
-    """A turn that failed on the API, by the kind Claude Code names."""
-    if error in ACCOUNT_ERRORS:
-        return ("block", "account")
-    if is_limit_error(error):
-        return ("limit", "limit")
-    return ("api_error", f"api_error:{error}")
-
-
-def _working_on(acc: Accumulator) -> bool:
-    """Whether the worker's last claim still waits for work it started: background tasks, or
-    an automatic turn answering their notifications."""
-    return acc.background > 0 or acc.auto_turn
-
-
-def _verdict_of(envelope: Envelope) -> Move:
-    return ("claim", "claimed") if envelope.kind == "done" else ("block", "worker")
-
-
-def _turn_over(acc: Accumulator) -> Move:
-    """A turn ended (a Stop, recorded by :func:`_record_stop`). While background tasks run,
-    the end of the main turn is not the end of the work."""
-    if acc.background:
-        return ("activity", "active")
-    if acc.envelope is None:
-        return ("turn_end", "turn_end")
-    return _verdict_of(acc.envelope)
-
-
-def _classify_status(event: AgentStatus, acc: Accumulator) -> Move | None:
-    """The agent's own status file. Waiting during the work blocks; a dialog that closes
-    (busy: it was answered and the tool runs; idle: refused or cancelled, which fires no hook at
-    all) ends the wait. A dialog opened at the prompt after the turn ended (``/model``, say) is
-    someone at the terminal, not the worker waiting; a status written before the current state
-    began tells nothing new."""
-    if event.status == "waiting":
-        if acc.state not in ("starting", "working"):
-            return None
-        return ("block", _waiting_reason(event.waiting_for))
-    waiting = acc.state == "blocked" and acc.reason in ("permission", "question")
-    if not waiting or event.ts <= acc.since:
-        return None
-    if event.status == "busy":
-        return ("activity", "active")
-    if event.status == "idle":
-        return ("interrupt", "interrupted")
-    return None
-
-
-def _waiting_reason(waiting_for: str | None) -> str:
-    text = (waiting_for or "").lower()
-    if any(word in text for word in ("input", "question", "elicit", "answer")):
-        return "question"
-    return "permission"
+#: Blocked because the run's permission policy denied a tool it needed (Claude Code denies,
+#: never asks, in ``-p``): the worker's own BLOCKED, if any, names the same stop.
+DENIED: Final = "permission_denied"
 
 
 def _classify_exit(event: Exited, acc: Accumulator) -> Move:
@@ -436,7 +173,14 @@ def _classify_exit(event: Exited, acc: Accumulator) -> Move:
         return ("limit", "limit")
     envelope = find_envelope(event.result) or find_envelope(event.claim)
     if envelope is not None and not event.is_error and event.exit_code in (0, None):
-        return _verdict_of(envelope)
+        verdict = _verdict_of(envelope)
+        # A worker that says it is blocked after its policy denied a tool is blocked by that
+        # policy: the denial, not its wording, tells the coordinator what to change.
+        return ("block", DENIED) if event.denials and verdict[0] == "block" else verdict
+    if event.denials and not event.is_error:
+        # Observed on the real CLIs: a denied call still ends in a successful run (exit 0,
+        # is_error false), so only the result's denials tell it from finished work.
+        return ("block", DENIED)
     if event.is_error and event.api_error_status is not None:
         return ("api_error", f"api_error:{event.api_error_status}")
     return ("end", f"exited:{event.exit_code if event.exit_code is not None else 'unknown'}")
@@ -510,6 +254,8 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
                 setattr(acc, name, value)
         if event.handle:
             acc.handle = dict(event.handle)
+        if event.permissions:
+            acc.permissions = dict(event.permissions)
         _new_task(acc)
         return ("register", "registered")
     if isinstance(event, Attached):
@@ -529,6 +275,7 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         return ("terminate", "vanished")
     if isinstance(event, HandedOver):
         _touch(acc, event.ts)
+        acc.delivery = "sent"
         if event.profile is not None:
             acc.profile = event.profile
         if event.model is not None:
@@ -543,6 +290,7 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         return None
     if isinstance(event, FollowUpSent):
         acc.follow_ups += 1
+        acc.delivery = "sent"
         if event.seen:
             acc.seen.add(event.seen)
         if acc.state != "working":
@@ -573,17 +321,16 @@ def _refines_the_wait(event: Event, reason: str, acc: Accumulator) -> bool:
             and _names_the_wait(event))
 
 
-def _knows_hook(event: HookEvent) -> bool:
-    hook = event.hook
-    if hook == "Notification":
-        return event.get("notification_type") in KNOWN_NOTIFICATIONS
-    return (hook in ACTIVITY_HOOKS or hook in _STATE_HOOKS or hook in IGNORED_HOOKS
-            or hook in _QUIET_HOOKS)
+#: The hooks that show a follow-up or a hand-over was taken: the prompt it became (typed into
+#: a busy turn, it is queued and submitted after it), or the session a resumed run opened.
+_TAKES_DELIVERY: Final = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
 
 
 def _record_hook(event: HookEvent, acc: Accumulator) -> None:
     _touch(acc, event.ts)
     _note_session(acc, event.data)
+    if acc.delivery == "sent" and event.hook in _TAKES_DELIVERY:
+        acc.delivery = "taken"
     hook = event.hook
     if hook == "Stop":
         _record_stop(event, acc)
@@ -652,6 +399,7 @@ def _record_exit(event: Exited, acc: Accumulator) -> None:
         reason=event.reason,
         reset_at=event.reset_at,
     )
+    acc.denials = tuple(event.denials)
     # The run's verdict: its result's envelope, else the claim it made before automatic turns.
     said = event.claim if find_envelope(event.result) is None and event.claim else event.result
     if said:
@@ -684,6 +432,8 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         acc.last_event, acc.last_event_ts = event.hook, event.ts
         _touch(acc, event.ts)
         _note_session(acc, event.data)
+        if acc.delivery == "sent" and event.hook in _TAKES_DELIVERY:
+            acc.delivery = "taken"
         return acc
     if isinstance(event, Unreadable):
         acc.unreadable += 1
@@ -703,6 +453,10 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         # The same wait, now named (the status file said "waiting" a moment before the hook
         # said for what): the reason becomes exact and the mark stays, so nobody wakes twice.
         acc.reason, acc.wait_named = reason, True
+        return acc
+    if trigger == "block" and acc.state == "blocked" and (reason, acc.reason) == (DENIED, "worker"):
+        # The run's end names the cause of the BLOCKED its last turn wrote: same stop, same mark.
+        acc.reason = reason
         return acc
     dest = move(trigger, acc.state)
     if dest is None:
@@ -819,6 +573,7 @@ def snapshot(
         seen=is_seen,
         quiet_at=quiet_at,
         handle=dict(acc.handle),
+        permissions=dict(acc.permissions),
         **{name: getattr(acc, name) for name in _SNAPSHOT_FIELDS},
     )
 

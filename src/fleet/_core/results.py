@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 import attrs
 import orjson
 
-from fleet._core.fold import find_envelope
+from fleet._core.accumulator import find_envelope
 from fleet._core.limits import find_reset
 
 #: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
@@ -75,6 +75,9 @@ class Outcome:
     reset_at: float | None = None
     #: the last result with a DONE/BLOCKED envelope, when only automatic turns came after it
     claim: str | None = None
+    #: tool calls the permission policy denied (Claude Code's ``permission_denials``), each as
+    #: ``Tool(what)``: a run in dontAsk, or a prompting mode, denies instead of asking
+    denials: tuple[str, ...] = ()
 
 
 def cut_result(text: str | None) -> str | None:
@@ -201,7 +204,40 @@ def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) ->
         session_id=session if isinstance(session, str) else None,
         reset_at=find_reset(text, now) if kind == "limit" else None,
         claim=cut_result(_claim(objects)),
+        denials=denials_of(objects),
     )
+
+
+#: The input field that says what a denied call was about, per tool (the first one present).
+_DENIAL_SUBJECTS: Final = ("command", "file_path", "path", "notebook_path", "url", "pattern")
+_DENIALS_KEPT: Final = 20
+
+
+def denials_of(results: list[dict[str, Any]]) -> tuple[str, ...]:
+    """Every distinct denied call in the run's results, as ``Bash(touch x)`` or ``Write``: one
+    per call the permission policy refused, in order, at most 20."""
+    out: dict[str, None] = {}
+    for obj in results:
+        listed = obj.get("permission_denials")
+        if not isinstance(listed, list):
+            continue
+        for denial in listed:
+            if not isinstance(denial, dict) or not isinstance(denial.get("tool_name"), str):
+                continue
+            out[_denial_text(denial["tool_name"], denial.get("tool_input"))] = None
+    return tuple(out)[:_DENIALS_KEPT]
+
+
+def _denial_text(tool: str, tool_input: object) -> str:
+    if isinstance(tool_input, dict):
+        for key in _DENIAL_SUBJECTS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value.strip():
+                subject = " ".join(value.split())
+                if len(subject) > 80:
+                    subject = subject[:79] + "…"
+                return f"{tool}({subject})"
+    return tool
 
 
 def _claim(results: list[dict[str, Any]]) -> str | None:

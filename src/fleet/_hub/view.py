@@ -28,14 +28,15 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, cast
 
 import attrs
 import orjson
 
 from fleet._clock import Clock, SystemClock
+from fleet._core.accumulator import Accumulator
 from fleet._core.events import Event, decode_line
-from fleet._core.fold import Accumulator, Policy, WorkerState, feed_lines, snapshot
+from fleet._core.fold import Policy, WorkerState, feed_lines, snapshot
 from fleet._core.ids import is_worker_id, parse_mark
 from fleet._core.machine import State
 from fleet._errors import InvalidMark, Refused, ToolError, UnknownWorker
@@ -62,80 +63,11 @@ from fleet._hub.names import (
     untoken,
     worker_of_subject,
 )
+from fleet._hub.remote import HostInfo, HostState, RemoteState, _Beat, _Remote
 from fleet._watch import Transition, WaitResult
 
 CACHE_VERSION: Final = 1
 OPEN_TIMEOUT: Final = 15.0
-HostState = Literal["online", "offline"]
-
-
-@attrs.frozen(kw_only=True)
-class RemoteState(WorkerState):
-    """A worker's state as the hub shows it: ``worker`` and ``mark`` are host-qualified.
-
-    ``state`` is ``offline`` while the worker's host is offline (and the worker not retired);
-    ``known_*`` then hold what its journal last said."""
-
-    host: str = ""
-    local_worker: str = ""
-    host_state: HostState = "online"
-    #: the time of the host's last heartbeat (the server's clock)
-    host_seen: float | None = None
-    known_state: str = ""
-    known_reason: str = ""
-    known_mark: str = ""
-
-    def hub_fields(self) -> dict[str, Any]:
-        """What the hub adds to a state, for JSON output beside the usual fields."""
-        return {
-            "host": self.host,
-            "host_state": self.host_state,
-            "host_seen": self.host_seen,
-            "known_state": self.known_state,
-            "known_reason": self.known_reason,
-            "known_mark": self.known_mark,
-        }
-
-
-@attrs.frozen(kw_only=True)
-class HostInfo:
-    host: str
-    state: HostState
-    reason: str
-    last_beat: float | None
-    interval: float | None
-    workers: int
-    shipped: int | None = None
-    actions: bool | None = None
-
-
-@attrs.define
-class _Beat:
-    ts: float
-    state: str
-    interval: float
-    shipped: int | None
-    actions: bool | None
-
-
-class _Remote:
-    __slots__ = ("acc", "dups", "early", "gen", "host", "lines", "next_seq", "worker")
-
-    def __init__(self, host: str, worker: str, keep_lines: bool) -> None:
-        self.host, self.worker = host, worker
-        self.acc = Accumulator()
-        self.gen = 0
-        self.next_seq = 0
-        self.early: dict[int, bytes] = {}
-        self.lines: list[bytes] | None = [] if keep_lines else None
-        self.dups = 0
-
-    def restart(self, gen: int) -> None:
-        self.acc = Accumulator()
-        self.gen, self.next_seq = gen, 0
-        self.early.clear()
-        if self.lines is not None:
-            self.lines = []
 
 
 def _cache_path(home: Path, cfg: HubConfig) -> Path:

@@ -4,6 +4,8 @@
   told to use), which key sources a tool may name, and keeping keys out of results.
 - :mod:`fleet._mcp.tools`: one tool per CLI verb, each a call of the ``fleet`` command itself
   with ``--json``, so a tool's result is exactly what the CLI prints.
+- :mod:`fleet._mcp.specs`: the tools as a client sees them (descriptions, input schemas,
+  hints), and :mod:`fleet._mcp.args`: a call's arguments, checked against them.
 - :mod:`fleet._mcp.server`: the server (the official MCP SDK, an optional extra), its
   resources and prompt, and the wake-ups it pushes into a Claude Code session.
 - :mod:`fleet._mcp.install`: ``fleet mcp install`` for a Claude Code config dir or a Codex

@@ -57,6 +57,9 @@ class LaunchSpec:
     api: bool = False
     #: the task as one line, journaled with the registration (default: none)
     task: str | None = None
+    #: Codex's approval policy, and whether workspace-write lets commands reach the network
+    codex_approval: str | None = None
+    codex_network: bool = False
 
 
 @runtime_checkable

@@ -13,11 +13,11 @@ import cattrs
 
 from fleet._files import read_prompt
 from fleet._keys import parse_key_source
-from fleet._launch import CODEX_SANDBOX as _CODEX_SANDBOX
 from fleet._launch import headless_claude_argv, headless_codex_argv
+from fleet._permissions import CODEX_SANDBOX_OF, DEFAULT_MODE, PermissionPolicy
 from fleet._supervisor import RunSpec
 
-DEFAULT_PERMISSION_MODE: Final = "bypassPermissions"
+DEFAULT_PERMISSION_MODE: Final = DEFAULT_MODE
 #: The variable a Codex endpoint worker's provider reads its key from.
 CODEX_KEY_VAR: Final = "FLEET_ENDPOINT_API_KEY"
 
@@ -105,6 +105,8 @@ class LaunchRecord:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dirs: tuple[str, ...] = ()
+    codex_approval: str | None = None
+    codex_network: bool = False
     effort: str | None = None
     endpoint: str | None = None
     key_from: str | None = None
@@ -213,20 +215,40 @@ def _clausona(record: LaunchRecord) -> str:
     return record.clausona or clausona_binary()
 
 
+def launch_policy(record: LaunchRecord) -> PermissionPolicy:
+    """The permission policy a worker was launched with, in its own tool's terms: for Codex,
+    the recorded mode is its sandbox (a Claude mode given for either tool maps to the sandbox
+    it means, anything else to workspace-write)."""
+    if record.tool == "codex":
+        sandbox = CODEX_SANDBOX_OF.get(record.permission_mode or DEFAULT_PERMISSION_MODE,
+                                       "workspace-write")
+        return PermissionPolicy(codex_sandbox=sandbox, codex_approval=record.codex_approval,
+                                codex_network=record.codex_network, add_dirs=record.add_dirs)
+    return PermissionPolicy(mode=record.permission_mode or DEFAULT_PERMISSION_MODE,
+                            allowed_tools=record.allowed_tools,
+                            disallowed_tools=record.disallowed_tools, add_dirs=record.add_dirs)
+
+
+def config_rules(record: LaunchRecord) -> dict[str, list[str]]:
+    """The policy's tool rules and directories as Claude Code reads them from a config dir's
+    settings.json (``permissions``), beside the flags: a session resumed or opened there
+    later by hand works under the same rules."""
+    rules = {"allow": list(record.allowed_tools), "deny": list(record.disallowed_tools),
+             "additionalDirectories": list(record.add_dirs)}
+    return {key: value for key, value in rules.items() if value}
+
+
 def _claude_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
     return headless_claude_argv(
         claude=record.claude, profile=record.profile, clausona=_clausona(record),
-        permission_mode=record.permission_mode, model=model, effort=record.effort,
-        resume=resume, allowed_tools=record.allowed_tools,
-        disallowed_tools=record.disallowed_tools, add_dirs=record.add_dirs,
+        policy=launch_policy(record), model=model, effort=record.effort, resume=resume,
     )
 
 
 def _codex_argv(record: LaunchRecord, model: str | None, resume: str | None) -> list[str]:
     return headless_codex_argv(
         codex=record.codex, profile=record.profile, clausona=_clausona(record),
-        permission_mode=record.permission_mode, model=model, effort=record.effort,
-        resume=resume,
+        policy=launch_policy(record), model=model, effort=record.effort, resume=resume,
     )
 
 
@@ -241,8 +263,11 @@ def codex_config(record: LaunchRecord, worktree: Path) -> str:
     if record.model:
         doc["model"] = record.model
     doc["model_provider"] = "fleet"
-    doc["approval_policy"] = "never"
-    doc["sandbox_mode"] = _CODEX_SANDBOX.get(record.permission_mode or "", "workspace-write")
+    policy = launch_policy(record)
+    # The command line states both again (its -s and -c win); the file says the same, so a
+    # person reading the worker's Codex home sees what it ran with.
+    doc["approval_policy"] = policy.codex_approval or "never"
+    doc["sandbox_mode"] = policy.codex_sandbox
     doc["check_for_update_on_startup"] = False
     if record.effort:
         doc["model_reasoning_effort"] = record.effort

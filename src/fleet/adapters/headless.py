@@ -62,6 +62,7 @@ from fleet.adapters._headless_run import (
     brief_prompt,
     build_run,
     codex_config,
+    config_rules,
     default_key_var,
     drop_supervised_hooks,
     key_source_vars,
@@ -73,6 +74,10 @@ from fleet.adapters._headless_run import (
 NAME: Final = "headless"
 WORKTREES_ENV: Final = "FLEET_WORKTREES"
 TOOLS: Final = ("claude", "codex")
+#: States a worker's turn has ended in: its agent process is about to exit.
+_TURN_OVER: Final = frozenset({"stopped", "done", "blocked"})
+
+
 @attrs.frozen(kw_only=True)
 class HeadlessOptions:
     """How headless workers run, beyond the :class:`LaunchSpec`.
@@ -397,6 +402,8 @@ class HeadlessAdapter:
             allowed_tools=spec.allowed_tools,
             disallowed_tools=spec.disallowed_tools,
             add_dirs=spec.add_dirs,
+            codex_approval=spec.codex_approval,
+            codex_network=spec.codex_network,
             effort=spec.effort,
             endpoint=o.endpoint,
             key_from=o.key_from,
@@ -460,6 +467,9 @@ class HeadlessAdapter:
                 settings["effortLevel"] = record.effort
             if record.permission_mode == "bypassPermissions":
                 settings["skipDangerousModePermissionPrompt"] = True
+            rules = config_rules(record)
+            if rules:
+                settings["permissions"] = rules
             _agent_config.write_json(config / "settings.json", settings, **private)
             state_file = config / ".claude.json"
             state: dict[str, Any] = {"hasCompletedOnboarding": True}
@@ -525,9 +535,12 @@ class HeadlessAdapter:
         return is_alive(sup["pid"], start if isinstance(start, int) else None)
 
     def _refuse_running(self, worker: str) -> None:
-        if self.supervisor_alive(worker) and self.journal.state(worker).live is False:
-            # The run is over (exited is journaled); its supervisor is only finishing up.
-            end = time.monotonic() + 5.0
+        state = self.journal.state(worker)
+        if self.supervisor_alive(worker) and (state.live is False or state.state in _TURN_OVER):
+            # The run is over (exited is journaled), or its last turn is (the Stop hook that
+            # woke the coordinator runs before the agent exits): the supervisor is only
+            # finishing up, which takes its linger after the agent's last hooks.
+            end = time.monotonic() + 10.0
             while self.supervisor_alive(worker) and time.monotonic() < end:
                 time.sleep(0.02)
         if self.supervisor_alive(worker):

@@ -4,8 +4,7 @@ Two routes to the same app, chosen once per adapter:
 
 - the ``superset`` CLI when ``superset auth whoami`` succeeds. Its ``--json`` output is the bare
   payload. Flags differ between builds (``--local`` on the ``terminals`` and ``agents``
-  commands, ``agents create --from-terminal``), so each command's ``--help`` is read once and
-  only the flags it lists are passed;
+  commands), so each command's ``--help`` is read once and only the flags it lists are passed;
 - else the local host service (:mod:`fleet.adapters.superset_host`): manifest, bearer token,
   tRPC with superjson, through one httpx client.
 
@@ -162,7 +161,6 @@ class _Backend(Protocol):
     ) -> dict[str, Any]: ...
     def workspace(self, workspace: str) -> dict[str, Any]: ...
     def run_agent(self, workspace: str, agent: str, prompt: str) -> dict[str, Any]: ...
-    def hand_off(self, workspace: str, agent: str, terminal: str) -> dict[str, Any] | None: ...
     def transcript(self, workspace: str, terminal: str) -> str: ...
     def screen(self, workspace: str, terminal: str, lines: int) -> str: ...
     def send(self, workspace: str, terminal: str, text: str) -> None: ...
@@ -227,9 +225,6 @@ class HostBackend:
                 "agents.run", {"workspaceId": workspace, "agent": agent, "prompt": prompt}
             )
         )
-
-    def hand_off(self, workspace: str, agent: str, terminal: str) -> dict[str, Any] | None:
-        return None
 
     def transcript(self, workspace: str, terminal: str) -> str:
         try:
@@ -337,17 +332,6 @@ class CLIBackend:
             self._json(
                 ("agents", "create"), "--workspace", workspace, "--agent", agent,
                 "--prompt", prompt,
-            )
-            or {}
-        )
-
-    def hand_off(self, workspace: str, agent: str, terminal: str) -> dict[str, Any] | None:
-        if not self.supports(("agents", "create"), "--from-terminal"):
-            return None
-        return dict(
-            self._json(
-                ("agents", "create"), "--workspace", workspace, "--agent", agent,
-                "--from-terminal", terminal,
             )
             or {}
         )
@@ -613,24 +597,24 @@ class SupersetAdapter:
     def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         config = self.config_for(spec)
         ws_id, old = _workspace_id(workspace), _terminal(workspace)
-        result = self.backend.hand_off(ws_id, str(config["id"]), old)
-        how = "from-terminal"
-        if result is None:
-            how = "transcript"
-            transcript = self.backend.transcript(ws_id, old)
-            text = (
-                HANDOFF_INTRO.format(terminal=old)
-                + f"\n\nThe task's brief is in {spec.brief.absolute()}: read it first and do "
-                "what it says. Check `git status` and `git log` for what is already done.\n\n"
-                f"<previous-terminal-output>\n{transcript[-HANDOFF_CHARS:].rstrip()}\n"
-                "</previous-terminal-output>"
-            )
-            if self.backend.carries_text:
-                prompt = text
-            else:
-                note = write_worktree_note(self.runner, workspace.worktree, "handover", text)
-                prompt = pointer_line(note, kind="hand-over note")
-            result = self.backend.run_agent(ws_id, str(config["id"]), prompt)
+        # fleet writes the hand-off prompt itself on every build: Superset's own
+        # (`agents create --from-terminal`) carries the old terminal's transcript but refuses a
+        # prompt, so the brief the task is handed over with would never reach the new agent.
+        transcript = self.backend.transcript(ws_id, old)
+        text = (
+            HANDOFF_INTRO.format(terminal=old)
+            + f"\n\nThe task's brief is in {spec.brief.absolute()}: read it first and do "
+            "what it says. Check `git status` and `git log` for what is already done.\n\n"
+            f"<previous-terminal-output>\n{transcript[-HANDOFF_CHARS:].rstrip()}\n"
+            "</previous-terminal-output>"
+        )
+        if self.backend.carries_text:
+            prompt = text
+        else:
+            note = write_worktree_note(self.runner, workspace.worktree, "handover", text)
+            prompt = pointer_line(note, kind="hand-over note")
+        result = self.backend.run_agent(ws_id, str(config["id"]), prompt)
+        how = "transcript"
         terminal = str(result.get("sessionId") or "")
         if not terminal:
             raise ToolError(f"Superset handed over without a terminal id: {result}")

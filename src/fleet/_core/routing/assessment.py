@@ -12,6 +12,7 @@ from fleet._core.routing.profiles import (
     QUOTA_STATE_MEANING,
     Profile,
     QuotaWindow,
+    SeenLimit,
 )
 from fleet._core.routing.settings import Settings
 
@@ -55,6 +56,18 @@ def _resets(w: QuotaWindow, now: float | None) -> str:
     return f" (resets in {format_duration(w.resets_at - now)})"
 
 
+def limit_problem(limit: SeenLimit, now: float | None) -> str:
+    """Why a limit seen in the journals holds a profile back, and until when."""
+    ago = "" if now is None else f" {format_duration(max(0.0, now - limit.hit_at))} ago"
+    said = f"worker {limit.worker} hit a usage limit{ago}"
+    if limit.resets_at is None:
+        left = "" if now is None else f" for {format_duration(max(0.0, limit.until - now))} more"
+        return f"{said}; its reset time is unknown, so it counts{left}"
+    if now is None:
+        return f"{said}; it resets at {limit.resets_at:.0f}"
+    return f"{said}; it resets in {format_duration(max(0.0, limit.resets_at - now))}"
+
+
 def quota_problems(
     profile: Profile, max_usage: float, model: str | None = None, now: float | None = None
 ) -> list[str]:
@@ -62,10 +75,12 @@ def quota_problems(
     ``now``, each window over the limit says when it resets."""
     if profile.is_api:
         return []
+    problems = []
+    if profile.limit is not None and profile.limit.active(now):
+        problems.append(limit_problem(profile.limit, now))
     q = profile.quota
     if q is None:
-        return ["no quota reading (clausona did not fetch one)"]
-    problems = []
+        return problems or ["no quota reading (clausona did not fetch one)"]
     if q.state != "ok":
         meaning = QUOTA_STATE_MEANING.get(q.state, "its quota is not readable")
         problems.append(f"quota state {q.state}: {meaning}")

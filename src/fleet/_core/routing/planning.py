@@ -15,7 +15,8 @@ The rules, in order:
    - never the coordinator's own profile;
    - skip a subscription whose quota state is not ``ok`` (or is unknown), or whose 5H or 7D usage
      is at or over ``maxUsage``; a scoped (per-model) limit at or over ``maxUsage`` excludes only
-     that model on that profile;
+     that model on that profile; skip one whose last usage limit seen in fleet's journals (where
+     clausona has no reading) has not reset;
    - same tool as the coordinator when the task does not say and nobody named the pool (a
      preference: another tool's profile is used when none of the coordinator's has room);
    - wide mechanical work to API profiles, exploratory work to subscriptions (API profiles have

@@ -66,6 +66,35 @@ class Quota:
         return age is not None and age > stale_after
 
 
+#: How long a limit whose reset time nobody said counts against its profile, from when it was
+#: hit (seconds): five hours, the shortest usage window a subscription has, after which at
+#: least that window has rolled over. Longer limits say when they reset.
+UNKNOWN_RESET_HOLD: Final = 5 * 3600.0
+
+
+@attrs.frozen(kw_only=True)
+class SeenLimit:
+    """A usage or rate limit a worker hit, as fleet's own journals recorded it: the quota
+    reading of a profile clausona does not read. ``profile`` is the name the worker was
+    registered (or handed over) with; ``resets_at`` is None when the agent did not say."""
+
+    worker: str
+    profile: str
+    tool: str | None = None
+    hit_at: float
+    resets_at: float | None = None
+
+    @property
+    def until(self) -> float:
+        """When it stops counting: its reset time, else :data:`UNKNOWN_RESET_HOLD` after it
+        was hit."""
+        return self.resets_at if self.resets_at is not None else self.hit_at + UNKNOWN_RESET_HOLD
+
+    def active(self, now: float | None) -> bool:
+        """Whether the profile is still limited at ``now`` (without a time: yes, to be safe)."""
+        return now is None or now < self.until
+
+
 @attrs.frozen(kw_only=True)
 class Profile:
     """One clausona profile, as ``clausona list --json`` reports it.
@@ -83,6 +112,9 @@ class Profile:
     is_active: bool = False
     is_primary: bool = False
     quota: Quota | None = None
+    #: the last limit a worker on it hit, from fleet's journals; set only where clausona has
+    #: no reading (its reading is the better source)
+    limit: SeenLimit | None = None
 
     @property
     def short(self) -> str:
@@ -99,6 +131,17 @@ class Profile:
         if self.is_api or self.quota is None:
             return None
         return max(0.0, 100.0 - self.quota.used)
+
+
+def names_profile(name: str, profile: Profile, tool: str | None = None) -> bool:
+    """Whether ``name`` (as a worker was registered with: ``tool:name`` or a bare name, any
+    case) is ``profile``; a bare name counts only for a profile of the worker's ``tool``, when
+    that is known."""
+    wanted = name.strip().lower()
+    if wanted == profile.name.lower():
+        return True
+    return (":" not in wanted and wanted == profile.short.lower()
+            and (tool is None or tool == profile.tool))
 
 
 def parse_time(value: object) -> float | None:
