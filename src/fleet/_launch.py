@@ -53,9 +53,19 @@ def app_args(
     permission_mode: str | None = None,
     model: str | None = None,
     effort: str | None = None,
+    api: bool = False,
+    strict_mcp: bool = True,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The agent arguments of an interactive worker in an app (after ``clausona run ... --``)."""
+    """The agent arguments of an interactive worker in an app (after ``clausona run ... --``),
+    the same for every app (Superset's agent configs, herdr's panes).
+
+    Claude: ``--permission-mode`` always stated (``APP_PERMISSION_MODE`` when none is given:
+    an inherited default changes between releases), ``--model``/``--effort`` when given,
+    ``--strict-mcp-config`` (else a worktree below a ``.mcp.json`` stops at Claude Code's "new
+    MCP servers found" question, and the servers' tools fill the context), and for an ``api``
+    profile the short tool list ``API_TOOLS`` (small context windows). A flag already in
+    ``extra`` is not repeated."""
     args: list[str] = []
     if tool == "claude":
         args += ["--permission-mode", permission_mode or APP_PERMISSION_MODE]
@@ -63,6 +73,10 @@ def app_args(
             args += ["--model", model]
         if effort:
             args += ["--effort", effort]
+        if strict_mcp and STRICT_MCP not in extra:
+            args.append(STRICT_MCP)
+        if api and not any(a == API_TOOLS or a.startswith("--tools") for a in extra):
+            args.append(API_TOOLS)
     elif tool == "codex" and model:
         args += ["-m", model]
     return [*args, *extra]
@@ -70,7 +84,8 @@ def app_args(
 
 def superset_config_args(profile: str | None, tool: str, args: Sequence[str]) -> list[str]:
     """The args of a Superset worker config (its command is clausona): ``run <profile> --``
-    and the agent's ``args``, with ``--strict-mcp-config`` for Claude."""
+    and the agent's ``args`` (from :func:`app_args`, which states ``--strict-mcp-config`` for
+    Claude; added here too for args built otherwise)."""
     extra = list(args)
     if tool == "claude" and STRICT_MCP not in extra:
         extra.append(STRICT_MCP)

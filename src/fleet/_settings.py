@@ -10,7 +10,9 @@ The file is shared with clausona's fleet plugins, so fleet reads and writes it t
 - A file that is not a JSON object is refused with a one-line error and never rewritten.
 
 Keys: ``workers`` (the only profiles that may be workers), ``routing`` (the user's rules in
-words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``permissions``
+words), ``maxUsage`` (percent, default 90), ``retire`` (``ask`` or ``auto``), ``adapter``
+(where ``fleet start``/``fleet run`` start workers: ``headless``, ``superset`` or ``herdr``;
+default headless), ``permissions``
 (``{"claude": mode, "codex": policy, "codexSandbox": sandbox, "allowedTools": [...],
 "disallowedTools": [...], "addDirs": [...], "profiles": {P: {...}}, "kinds": {K: {...}}}``,
 read by :func:`fleet._permissions.policy_from_settings`), ``hub`` (see ``fleet ship --help``),
@@ -43,7 +45,9 @@ LEGACY_NAME: Final = "superset-fleet.json"
 ENV_VAR: Final = "FLEET_SETTINGS"
 
 #: Keys fleet knows, with the shape `fleet settings set` checks before writing.
-KNOWN_KEYS: Final = ("workers", "routing", "maxUsage", "retire", "permissions", "hub", "profiles")
+KNOWN_KEYS: Final = (
+    "workers", "routing", "maxUsage", "retire", "adapter", "permissions", "hub", "profiles",
+)
 
 #: The values each ``permissions`` subkey takes: Claude Code's permission modes, Codex's
 #: approval policies and its sandbox modes.

@@ -177,7 +177,8 @@ def make_rig(
                 host.add_config(
                     f"Claude · {profile.split(':')[1]}",
                     CLAUSONA,
-                    ["run", profile, "--", "--model", "sonnet", "--strict-mcp-config"],
+                    ["run", profile, "--", "--permission-mode", "acceptEdits", "--model",
+                     "sonnet", "--strict-mcp-config"],
                 )
             adapter = SupersetAdapter(runner=runner, journal=fleet.journal, superset=SUPERSET,
                                       superset_home=home)

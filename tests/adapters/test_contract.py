@@ -21,8 +21,10 @@ import attrs
 import pytest
 
 from fleet._core.events import FollowUpSent, HandedOver, Registered
-from fleet._errors import FleetError, Refused
+from fleet._errors import FleetError, Refused, ToolError
+from fleet._orchestrate import start_app_worker, workspace_label
 from fleet.adapters import Adapter
+from fleet.adapters._base import Workspace
 from fleet.adapters.superset import SupersetAdapter
 from tests.adapters.conftest import Rig, git
 
@@ -272,3 +274,94 @@ def test_an_app_delete_also_refuses_unpushed_work(rig: Rig) -> None:
     rig.adapter.delete(ws)
     assert not wt.exists()
     assert "--force" not in rig.runner.argv_text()
+
+
+# -- start through the orchestration: the same path for every adapter -----------------------
+
+
+def orchestrated(rig: Rig, worker: str = "w1", text: str = "Write the docs.\n") -> Workspace:
+    """Start ``worker`` the way `fleet start --adapter` does: fleet._orchestrate decides, the
+    adapter acts."""
+    spec = rig.spec(worker, rig.brief(text, f"{worker}.md"))
+    state = start_app_worker(
+        rig.adapter, worker, task=spec.brief, repo=rig.repo.path, profile=spec.profile,
+        model=spec.model, permission_mode=spec.permission_mode, config_dir=spec.config_dir,
+        base="main", journal=rig.fleet.journal, runner=rig.runner,
+    )
+    assert state.worktree is not None
+    return Workspace(worktree=Path(state.worktree), branch=state.branch or "",
+                     base=state.base, handle=dict(state.handle))
+
+
+def test_every_adapter_starts_through_the_orchestration(every_rig: Rig) -> None:
+    rig = every_rig
+    ws = orchestrated(rig)
+    state = rig.fleet.state("w1")
+    assert state.adapter == rig.adapter.name
+    assert state.profile == "claude:work"
+    assert state.branch == "fleet/w1"
+    assert state.task == "Write the docs."
+    assert state.handle["worker"] == "w1" and state.handle[rig.runs_in]
+    assert git(ws.worktree, "rev-parse", "--abbrev-ref", "HEAD") == "fleet/w1"
+    assert rig.alive(attrs.evolve(ws, handle=dict(state.handle)))
+    registered = [e for e in rig.fleet.log("w1") if isinstance(e, Registered)]
+    assert registered and all(e.adapter == rig.adapter.name for e in registered)
+    rig.until_idle(ws)
+
+
+def test_an_orchestrated_app_start_trusts_the_worktree_for_the_profile(rig: Rig) -> None:
+    ws = orchestrated(rig)
+    data = json.loads((rig.tmp / "config-claude-work" / ".claude.json").read_text())
+    assert data["projects"][str(ws.worktree.resolve())]["hasTrustDialogAccepted"] is True
+
+
+def test_a_failed_start_leaves_no_half_made_workspace(every_rig: Rig) -> None:
+    """Whatever fails after the workspace was made (here the start itself), the workspace,
+    its worktree, its branch and the worker's journal are taken back."""
+    rig = every_rig
+    made: list[Path] = []
+    create = rig.adapter.create_workspace
+
+    def remembered(worker: str, **kw: object) -> Workspace:
+        ws = create(worker, **kw)  # type: ignore[arg-type]
+        made.append(ws.worktree)
+        return ws
+
+    def broken(workspace: Workspace, spec: object) -> None:
+        raise ToolError("the host fell over")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rig.adapter, "create_workspace", remembered)
+        patch.setattr(rig.adapter, "start", broken)
+        with pytest.raises(ToolError, match="the host fell over"):
+            orchestrated(rig)
+    (worktree,) = made
+    assert not worktree.exists()
+    assert not rig.repo.git("branch", "--list", "fleet/w1")
+    assert "w1" not in rig.fleet.workers()
+    if rig.host is not None:
+        assert rig.host.workspaces == {}
+    # and the same worker id starts cleanly afterwards
+    ws = orchestrated(rig)
+    rig.until_idle(ws)
+
+
+def test_a_failed_start_keeps_a_worktree_that_holds_changes(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(workspace: Workspace, spec: object) -> None:
+        (workspace.worktree / "half.txt").write_text("the agent began\n")
+        raise ToolError("the host fell over")
+
+    monkeypatch.setattr(rig.adapter, "start", broken)
+    with pytest.raises(ToolError, match=r"kept the workspace at .*: it holds changes"):
+        orchestrated(rig)
+    assert rig.repo.git("branch", "--list", "fleet/w1")
+
+
+def test_the_workspace_name_carries_the_task_and_the_profile(rig: Rig) -> None:
+    label = workspace_label(rig.adapter.name, "a-long-task-name-for-sure", "work (sonnet)")
+    if rig.adapter.name == "superset":
+        assert len(label) < 26 and label.endswith(" · work (sonnet)")
+    else:
+        assert label == "a-long-task-name-for-sure · work (sonnet)"

@@ -59,8 +59,9 @@ def test_launch_runs_clausona_in_the_pane_and_names_the_agent(herdr: Rig) -> Non
     ws, spec = herdr.started("w1")
     (run,) = calls(herdr, "pane", "run")
     assert run[2] == ws.handle["pane"]
+    # the app launch rules (fleet._launch.app_args), the same as a Superset config's
     assert shlex.split(run[3]) == [CLAUSONA, "run", "claude:work", "--", "--permission-mode",
-                                   "acceptEdits", "--model", "sonnet"]
+                                   "acceptEdits", "--model", "sonnet", "--strict-mcp-config"]
     assert calls(herdr, "agent", "rename") == [["agent", "rename", ws.handle["pane"], "w1"]]
     (prompt,) = calls(herdr, "agent", "prompt")
     assert prompt[3] == f"Read the brief in {spec.brief} and do what it says."

@@ -100,8 +100,9 @@ def test_a_malformed_file_is_refused_and_left_byte_for_byte(path: Path, text: st
         ("permissions", {"claude": "bogus"}, "permissions.claude cannot be"),
         ("permissions.other", "x", "unknown settings key 'permissions.other'"),
         ("maxusage", 50, "unknown settings key 'maxusage' \\(did you mean maxUsage\\?\\): "
-         "known ones are workers, routing, maxUsage, retire, permissions, hub, profiles"),
+         "known ones are workers, routing, maxUsage, retire, adapter, permissions, hub, profiles"),
         ("bogus", 1, "unknown settings key 'bogus': known ones are workers"),
+        ("adapter", "tmux", "adapter must be one of headless, superset, herdr"),
         ("workers.x", 1, "workers has no subkeys"),
         ("permissions.claude.x", "plan", "permissions.claude must be text"),
         ("hub.url", 3, "hub.url must be text"),
@@ -277,7 +278,7 @@ def test_cli_refuses_a_malformed_file_in_one_line(
     ("argv", "message"),
     [
         (["maxusage", "50"], "unknown settings key 'maxusage' (did you mean maxUsage?): known "
-         "ones are workers, routing, maxUsage, retire, permissions, hub, profiles"),
+         "ones are workers, routing, maxUsage, retire, adapter, permissions, hub, profiles"),
         (["permissions.claude", "bogus"], "permissions.claude cannot be 'bogus': use one of "
          "default, acceptEdits, plan, auto, dontAsk, bypassPermissions"),
         (["maxUsage", "150"], "maxUsage must be a number above 0 and at most 100"),

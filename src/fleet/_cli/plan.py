@@ -46,6 +46,8 @@ fleet.json. Keys:
   routing      your rules in words, shown beside every plan, e.g. "claude:glm never edits src/"
   maxUsage     skip profiles whose 5H or 7D usage is at or over this percent (default 90)
   retire       ask (default) or auto
+  adapter      where `fleet start`/`fleet run` start workers without --adapter: headless
+               (default), superset or herdr
   permissions  {"claude": "acceptEdits", "codex": "on-request", "codexSandbox": "workspace-write"}
                claude: default, acceptEdits, plan, auto, dontAsk, bypassPermissions
                codex: untrusted, on-failure, on-request, never

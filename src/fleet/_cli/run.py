@@ -1,4 +1,5 @@
-"""start, stop, run: headless workers (``claude -p`` / ``codex exec``) under a supervisor."""
+"""start, stop, run: headless workers (``claude -p`` / ``codex exec``) under a supervisor, or
+interactive workers in an app (Superset, herdr) with ``--adapter``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from fleet._core.fold import WorkerState
 from fleet._keys import KEY_SOURCE_HELP
 
 if TYPE_CHECKING:
+    from fleet._orchestrate import FanOutResult
     from fleet._permissions import PermissionPolicy
     from fleet.adapters.headless import HeadlessOptions
 
@@ -46,6 +48,19 @@ The worktree goes beside the repository, in <repo>.fleet/WORKER ($FLEET_WORKTREE
 name>/WORKER when that is set). Success is judged on is_error and the exit code, never on
 the result's subtype.
 
+In an app (--adapter superset|herdr, or the settings' `adapter`): create the app's workspace
+(a worktree on fleet/WORKER), named `WORKER · <profile> (<model>)` (under 26 characters for
+Superset: the task part is cut, the profile label kept), trust the worktree for the profile,
+and start the agent interactively on the brief (the agent is sent one line naming the brief's
+file; Superset's host service is given the text itself). The worker is registered with the
+adapter and its handles (workspace, terminal or pane); `--json` prints them. Claude gets
+--permission-mode (default: settings `permissions.claude`, else `default`, where the person
+watching the app approves each action), --strict-mcp-config, --model and --effort, and an
+API profile the short tool list. Superset needs --profile and an agent config running it
+(`fleet superset add-config P`). Workers on one profile start one at a time. A start that
+fails takes its workspace back. The headless-only options (--endpoint, --key-from,
+--small-model, --timeout, --retries, --allowed-tools, ...) are refused there.
+
 Permissions: a headless worker has nobody to answer a prompt, so claude -p denies every tool
 call that needs approval and still reports success. Use bypassPermissions (the default; the
 worktree is the cage; as root it needs IS_SANDBOX=1 in the environment) or dontAsk with
@@ -67,19 +82,25 @@ Each task's permission policy is the settings' `permissions` (then its kind's an
 profile's tables), then the task's own `permissions` table, then these options. A task whose
 mode would ask a person (default, acceptEdits, plan) refuses the whole run before anything
 is created, unless you pass --insist; see `fleet start --help`.
+
+With --adapter superset|herdr (or the settings' `adapter`), each routed task starts in that
+app instead, as `fleet start --adapter` does, in the file's order. --max-parallel and the
+other headless-only options are refused there: app workers run until they are retired.
 """
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "start",
-        help="start a headless worker (claude -p / codex exec) in a new worktree",
+        help="start a worker in a new worktree: headless (claude -p / codex exec), or in "
+        "Superset or herdr (--adapter)",
         description=START_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("worker", help="worker id: lowercase letters, digits, '.', '_', '-'")
     p.add_argument("--task", required=True, metavar="BRIEF_FILE", help="the brief: the prompt")
     p.add_argument("--repo", default=".", metavar="REPO", help="the repository (default: .)")
+    _adapter_option(p)
     _launch_options(p)
     p.add_argument("--base", metavar="REF", help="where the branch starts (default: HEAD)")
     add_json(p)
@@ -88,6 +109,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "fleet start parser --task briefs/parser.md --profile claude:work",
         "fleet start docs --task briefs/docs.md --endpoint https://api.example.com "
         "--key-from env:API_KEY",
+        "fleet start paths --task briefs/paths.md --adapter superset --profile claude:work "
+        "--model opus",
+        "fleet start paths --task briefs/paths.md --adapter herdr --profile claude:work --json",
     )
     p.set_defaults(run=cmd_start)
 
@@ -112,11 +136,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     p = sub.add_parser(
         "run",
-        help="plan TASKS.toml and start every task as a headless worker",
+        help="plan TASKS.toml and start every task as a worker (headless, or --adapter)",
         description=RUN_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("tasks", metavar="TASKS.toml")
+    _adapter_option(p)
     p.add_argument("--max-parallel", type=positive_count, default=4, metavar="N",
                    help="at most N workers running at once (default 4)")
     p.add_argument("--repo", metavar="REPO", help="the repository (default: the file's, or .)")
@@ -136,8 +161,39 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "fleet run tasks.toml --max-parallel 2",
         "fleet run tasks.toml --permission-mode dontAsk --allowed-tools 'Read,Edit,Bash(git:*)'",
         "fleet run tasks.toml --json",
+        "fleet run tasks.toml --adapter herdr",
     )
     p.set_defaults(run=cmd_run)
+
+
+def _adapter_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--adapter", choices=["headless", "superset", "herdr"], default=None,
+                   help="where the worker runs: headless (claude -p / codex exec under a "
+                   "supervisor), or interactively in a Superset workspace or herdr pane "
+                   "(default: settings `adapter`, else headless)")
+
+
+#: Options only a headless run takes, with the value that means "not given".
+_HEADLESS_ONLY: tuple[tuple[str, object], ...] = (
+    ("endpoint", None), ("key_from", None), ("key_var", None), ("small_model", None),
+    ("timeout", None), ("retries", 3), ("backoff", 2.0), ("allowed_tools", []),
+    ("disallowed_tools", []), ("add_dir", []), ("insist", False), ("max_parallel", 4),
+)
+
+
+def _adapter_of(args: argparse.Namespace) -> str:
+    """The adapter the command line names, else the settings', else headless; an app refuses
+    the options only a headless run takes, before anything is created."""
+    from fleet._errors import SettingsError
+    from fleet._settings import load_settings
+
+    name: str = args.adapter or load_settings().adapter
+    if name != "headless":
+        for dest, unset in _HEADLESS_ONLY:
+            if hasattr(args, dest) and getattr(args, dest) != unset:
+                flag = "--" + dest.replace("_", "-")
+                raise SettingsError(f"{flag} is for headless workers; not with --adapter {name}")
+    return name
 
 
 def _launch_options(p: argparse.ArgumentParser) -> None:
@@ -326,9 +382,62 @@ def _line(state: WorkerState) -> str:
     )
 
 
+def _app_line(state: WorkerState) -> str:
+    handle = "  ".join(f"{k} {v}" for k, v in state.handle.items() if k != "worker")
+    return (
+        f"{state.worker}: {state.state}({state.reason})  {state.adapter} {handle}  "
+        f"branch {state.branch}  worktree {state.worktree}"
+    )
+
+
+def _check_app_mode(mode: str | None) -> None:
+    """An app's Claude worker takes a Claude permission mode (a person can answer prompts)."""
+    from fleet._errors import SettingsError
+    from fleet._permissions import CLAUDE_MODES
+
+    if mode is not None and mode not in CLAUDE_MODES:
+        raise SettingsError(
+            f"--permission-mode {mode!r} is not a Claude permission mode: use one of "
+            f"{', '.join(CLAUDE_MODES)}"
+        )
+
+
+def cmd_start_app(args: argparse.Namespace, name: str) -> int:
+    from fleet._errors import SettingsError
+    from fleet._orchestrate import app_adapter, start_app_worker
+
+    if name == "superset" and not args.profile:
+        raise SettingsError(
+            "a Superset worker runs on a clausona profile through its agent config: give "
+            "--profile P (see `fleet superset configs`)"
+        )
+    _check_app_mode(args.permission_mode)
+    state = start_app_worker(
+        app_adapter(name, home=args.home),
+        args.worker,
+        task=Path(args.task),
+        repo=Path(args.repo),
+        profile=args.profile,
+        model=args.model,
+        effort=args.effort,
+        permission_mode=args.permission_mode,
+        base=args.base,
+        tool=args.tool,
+        home=args.home,
+    )
+    if args.json:
+        print_json(state)
+    else:
+        sys.stdout.write(_app_line(state) + "\n")
+    return Exit.OK
+
+
 def cmd_start(args: argparse.Namespace) -> int:
     from fleet._orchestrate import start_worker
 
+    name = _adapter_of(args)
+    if name != "headless":
+        return cmd_start_app(args, name)
     # Checked before the adapter creates a worktree or a journal. Its warnings wait for the
     # adapter's own checks, so a failing start says one thing.
     policy, warnings = start_policy(args)
@@ -367,9 +476,35 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
+def cmd_run_app(args: argparse.Namespace, name: str) -> int:
+    from fleet._orchestrate import app_adapter, run_app_tasks
+
+    _check_app_mode(args.permission_mode)
+
+    def announce(state: WorkerState) -> None:
+        if not args.json:
+            sys.stdout.write(_app_line(state) + "\n")
+            sys.stdout.flush()
+
+    result = run_app_tasks(
+        app_adapter(name, home=args.home),
+        Path(args.tasks),
+        repo=args.repo,
+        base=args.base,
+        permission_mode=args.permission_mode,
+        effort=args.effort,
+        home=args.home,
+        on_start=announce,
+    )
+    return _report_run(args, result, [])
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from fleet._orchestrate import run_tasks
 
+    name = _adapter_of(args)
+    if name != "headless":
+        return cmd_run_app(args, name)
     policies, policy_warnings = run_policies(args)
     opts = _options(args)
 
@@ -390,6 +525,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         home=args.home,
         on_start=announce,
     )
+    return _report_run(args, result, policy_warnings)
+
+
+def _report_run(args: argparse.Namespace, result: FanOutResult, policy_warnings: list[str]) -> int:
     warnings = [*dict.fromkeys(policy_warnings), *result.warnings]
     if args.json:
         print_json(

@@ -52,6 +52,11 @@ class LaunchSpec:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dirs: tuple[str, ...] = ()
+    #: the profile is an API profile (clausona ``kind: "api"``): an app-hosted Claude worker
+    #: then gets the short tool list (fleet._launch.API_TOOLS)
+    api: bool = False
+    #: the task as one line, journaled with the registration (default: none)
+    task: str | None = None
     #: Codex's approval policy, and whether workspace-write lets commands reach the network
     codex_approval: str | None = None
     codex_network: bool = False
@@ -99,6 +104,22 @@ class Adapter(Protocol):
         ...
 
 
+@runtime_checkable
+class Preflight(Protocol):
+    """An adapter that can tell, before anything is created, whether a start can work (the
+    host answers, a Superset agent config runs the profile)."""
+
+    def check(self, spec: LaunchSpec) -> None: ...
+
+
+@runtime_checkable
+class Discards(Protocol):
+    """An adapter that can take back the workspace of a start that failed (the host's
+    workspace and its worktree; the caller has checked that it holds no work)."""
+
+    def discard(self, workspace: Workspace) -> None: ...
+
+
 # -- shared by the app-hosted adapters (Superset, herdr) ------------------------------------
 
 
@@ -127,10 +148,11 @@ def pointer_line(path: Path, *, kind: str = "brief") -> str:
 
 
 def claude_args(spec: LaunchSpec) -> list[str]:
-    """The agent arguments a launch spec implies (after ``clausona run <profile> --``)."""
+    """The agent arguments a launch spec implies (after ``clausona run <profile> --``): the
+    app launch rules of :func:`fleet._launch.app_args`, the same for every app host."""
     return app_args(
         tool=spec.tool, permission_mode=spec.permission_mode, model=spec.model,
-        effort=spec.effort, extra=spec.extra_args,
+        effort=spec.effort, api=spec.api, extra=spec.extra_args,
     )
 
 

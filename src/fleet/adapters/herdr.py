@@ -140,6 +140,7 @@ class HerdrAdapter:
         start_timeout: float = 20.0,
         ready_timeout: float = 60.0,
         prompt_timeout: float = 30.0,
+        confirm_timeout: float = 10.0,
         poll: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -153,6 +154,7 @@ class HerdrAdapter:
         self.start_timeout = start_timeout
         self.ready_timeout = ready_timeout
         self.prompt_timeout = prompt_timeout
+        self.confirm_timeout = confirm_timeout
         self.poll = poll
         self._sleep = sleep
 
@@ -314,10 +316,45 @@ class HerdrAdapter:
             handle=handle,
             branch=workspace.branch,
             base=workspace.base,
+            task=spec.task,
         )
         self._launch(handle["pane"], name, workspace, spec)
-        self.prompt(name, pointer_line(spec.brief))
+        self._send_pointer(handle["pane"], name, pointer_line(spec.brief), "brief")
         return handle
+
+    def check(self, spec: LaunchSpec) -> None:
+        """Before anything is created: the herdr server answers."""
+        self._call("status")
+
+    def discard(self, workspace: Workspace) -> None:
+        """Take back a workspace a failed start made (the caller checked that it holds no
+        work): ``worktree remove`` (never ``--force``) closes its panes; the branch stays."""
+        ws = handle_of(workspace, "workspace", "herdr workspace id")
+        self._call("worktree", "remove", "--workspace", ws, timeout=120)
+
+    def _send_pointer(self, pane: str, name: str, line: str, kind: str) -> None:
+        """Prompt the agent with ``line``, then read the pane back until the line shows: herdr
+        can report a prompt delivered that never reached the agent's input (a paste dropped
+        by a redraw, an Enter sent too early), and a worker without its brief only idles."""
+        self.prompt(name, line)
+        want = "".join(line.split())
+        deadline = time.monotonic() + self.confirm_timeout
+        while True:
+            screen = self._run(
+                "pane", "read", pane, "--source", "recent-unwrapped", "--lines", "200"
+            ).stdout
+            # the agent's screen may wrap the line anywhere; compare without whitespace
+            if want in "".join(screen.split()):
+                return
+            if time.monotonic() >= deadline:
+                raise HerdrError(
+                    f"herdr agent {name} took the {kind} line but its pane {pane} does not "
+                    f"show it after {self.confirm_timeout:g}s; its screen ends with: "
+                    f"{_tail(screen)}. Read the pane before sending it again",
+                    code="prompt_not_shown",
+                    command="agent prompt",
+                )
+            self._sleep(self.poll)
 
     def _launch(self, pane: str, name: str, workspace: Workspace, spec: LaunchSpec) -> None:
         command = shlex.join(launch_argv(spec, clausona=self.clausona))
@@ -346,18 +383,38 @@ class HerdrAdapter:
                 return None
             self._sleep(self.poll)
 
+    def _ready_or_blocked(self, name: str) -> dict[str, Any]:
+        """The agent once it is ready for input or shows a question. herdr reports a freshly
+        detected agent ``idle`` before its first screen is drawn (its fallback for a known
+        agent), so ``idle`` alone does not prove the trust question absent: where herdr
+        reports ``interactive_ready`` (0.8.2), this waits for it."""
+        deadline = time.monotonic() + self.ready_timeout
+        while True:
+            info = self.agent(name)
+            status = info.get("agent_status")
+            if status == "blocked" or (
+                status in ("idle", "done") and info.get("interactive_ready", True) is not False
+            ):
+                return info
+            if time.monotonic() >= deadline:
+                raise HerdrTimeout(
+                    f"herdr agent {name} was not ready for input within "
+                    f"{self.ready_timeout:g}s (it is {status}); read its pane",
+                    code="timeout",
+                    command="agent get",
+                )
+            self._sleep(self.poll)
+
     def _answer_trust(self, name: str, workspace: Workspace, spec: LaunchSpec) -> None:
         """Answer the folder-trust question, and only for this worker's own worktree; any
-        other question stays for the user."""
-        info = self.agent(name)
-        if info.get("agent_status") != "blocked":
-            return
-        screen = self._run("agent", "read", name, "--source", "visible").stdout
+        other question stays for the user. Returns once the question was answered or is
+        proven absent: the agent is ready for input and its screen shows no trust question."""
+        info = self._ready_or_blocked(name)
         kind = str(info.get("agent") or spec.tool)
-        prompt = next(
-            (p for p in TRUST_PROMPTS if p.agent == kind and any(m in screen for m in p.markers)),
-            None,
-        )
+        screen = self._run("agent", "read", name, "--source", "visible").stdout
+        prompt = _trust_prompt(kind, screen)
+        if info.get("agent_status") != "blocked" and prompt is None:
+            return
         if prompt is None:
             raise AgentBlocked(
                 f"herdr agent {name} is blocked before its brief was sent; its screen ends "
@@ -371,6 +428,13 @@ class HerdrAdapter:
             )
         self._run("agent", "send-keys", name, *prompt.keys)
         self.wait(name, until=("idle", "done"), timeout=self.ready_timeout)
+        screen = self._run("agent", "read", name, "--source", "visible").stdout
+        if _trust_prompt(kind, screen) is not None:
+            raise AgentBlocked(
+                f"herdr agent {name} still asks whether to trust {workspace.worktree} after "
+                "it was answered; answer it in its pane, then send the brief again",
+                code="agent_blocked",
+            )
 
     def read(self, workspace: Workspace, *, lines: int = 200) -> str:
         try:
@@ -429,7 +493,8 @@ class HerdrAdapter:
                 reason=f"from {old_name}",
             ),
         )
-        self.prompt(name, pointer_line(note, kind="hand-over note"))
+        self._send_pointer(pane, name, pointer_line(note, kind="hand-over note"),
+                           "hand-over note")
         self._run("pane", "close", old_pane)
         return handle
 
@@ -505,6 +570,14 @@ def _error_for(code: str, message: str, command: str) -> HerdrError:
             "delivered: read its screen before sending again"
         )
     return kind(message, code=code, command=command)
+
+
+def _trust_prompt(kind: str, screen: str) -> _TrustPrompt | None:
+    """The trust question of agent ``kind`` if the screen shows it."""
+    return next(
+        (p for p in TRUST_PROMPTS if p.agent == kind and any(m in screen for m in p.markers)),
+        None,
+    )
 
 
 def _mentions(screen: str, worktree: Path) -> bool:

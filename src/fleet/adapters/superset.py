@@ -504,6 +504,7 @@ class SupersetAdapter:
             handle=dict(handle),
             branch=workspace.branch,
             base=workspace.base,
+            task=spec.task,
         )
 
     # -- the Adapter verbs --------------------------------------------------------------------
@@ -529,6 +530,41 @@ class SupersetAdapter:
 
     def trust(self, workspace: Workspace, spec: LaunchSpec) -> None:
         trust_folder(spec, workspace.worktree)
+
+    def check(self, spec: LaunchSpec) -> None:
+        """Before anything is created: Superset answers, and an agent config runs the spec's
+        profile (else :class:`MissingAgentConfig` says exactly what to add) with the model,
+        effort and permission mode the spec states. Superset ignores a launch's model and
+        effort for custom configs, so a config that states others would run something else
+        than was asked."""
+        config = self.config_for(spec)
+        args = [str(a) for a in config.get("args") or []]
+        wrong = [
+            f"{flag} {_flag_value(args, flag) or '(none)'} instead of {want}"
+            for flag, want in (("--model", spec.model), ("--effort", spec.effort),
+                               ("--permission-mode", spec.permission_mode))
+            if want and spec.tool == "claude" and _flag_value(args, flag) != want
+        ]
+        if (
+            spec.tool == "claude"
+            and spec.permission_mode is None
+            and _flag_value(args, "--permission-mode") is None
+        ):
+            # an inherited mode changes between Claude Code releases (2.1.332 made auto mode
+            # the default): a worker's mode is stated, never inherited
+            wrong.append("no --permission-mode")
+        if wrong:
+            raise SettingsError(
+                f"the Superset agent config {config.get('label')!r} for {spec.profile} states "
+                f"{'; '.join(wrong)}: set its args to {json.dumps(config_args(spec))} under "
+                "Superset → Settings → Agents, or ask for what it runs"
+            )
+
+    def discard(self, workspace: Workspace) -> None:
+        """Take back a workspace a failed start made. Superset's delete is forceful, so the
+        caller must have checked that the worktree holds no work (fleet's orchestration
+        does); the branch stays."""
+        self.backend.delete(_workspace_id(workspace))
 
     def start(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
         config = self.config_for(spec)
@@ -635,6 +671,16 @@ class SupersetAdapter:
         else:
             info["status"] = "attached"
         return info
+
+
+def _flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of ``flag`` in an argument list (``--flag V`` or ``--flag=V``)."""
+    for n, arg in enumerate(args):
+        if arg == flag and n + 1 < len(args):
+            return args[n + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def _workspace_id(workspace: Workspace) -> str:

@@ -12,6 +12,8 @@ from fleet._errors import SettingsError
 
 DEFAULT_MAX_USAGE: Final = 90.0
 RETIRE_MODES: Final = ("ask", "auto")
+#: Where `fleet start` and `fleet run` start workers when no --adapter is given.
+ADAPTER_NAMES: Final = ("headless", "superset", "herdr")
 
 
 @attrs.frozen(kw_only=True)
@@ -25,6 +27,8 @@ class Settings:
     routing: tuple[str, ...] = ()
     max_usage: float = DEFAULT_MAX_USAGE
     retire: str = "ask"
+    #: where workers start when the command line names no adapter
+    adapter: str = "headless"
     permissions: Mapping[str, str] = attrs.field(factory=dict)
     #: The whole ``permissions`` object, lists and per-profile / per-kind tables included
     #: (``fleet._permissions.policy_from_settings`` reads it); ``permissions`` keeps its texts.
@@ -67,6 +71,10 @@ class Settings:
         if retire not in RETIRE_MODES:
             errors.append("retire must be ask or auto")
             retire = "ask"
+        adapter = data.get("adapter") or "headless"
+        if adapter not in ADAPTER_NAMES:
+            errors.append(f"adapter must be one of {', '.join(ADAPTER_NAMES)}")
+            adapter = "headless"
         permissions: dict[str, str] = {}
         rules: dict[str, Any] = {}
         raw_perm = data.get("permissions")
@@ -84,6 +92,7 @@ class Settings:
             routing=routing,
             max_usage=max_usage,
             retire=str(retire),
+            adapter=str(adapter),
             permissions=permissions,
             permission_rules=rules,
         )
