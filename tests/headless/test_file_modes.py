@@ -15,7 +15,8 @@ import pytest
 
 from fleet._cli import main
 from fleet._hook_command import hook_argv
-from fleet._orchestrate import _profile_lock, start_worker
+from fleet._orchestrate import start_worker
+from fleet._orchestrate._start import _profile_lock
 from tests.conftest import Repo, git_worktree
 
 from .conftest import KEY, FakeAgent

@@ -185,7 +185,7 @@ class TestHeadlessWriters:
             "model": "gpt-x",
             "model_provider": "fleet",
             "approval_policy": "never",
-            "sandbox_mode": "workspace-write",
+            "sandbox_mode": "danger-full-access",  # the default the command line states too
             "check_for_update_on_startup": False,
             "model_reasoning_effort": "high",
             "model_providers": {
