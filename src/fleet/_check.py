@@ -25,6 +25,7 @@ from typing import Final
 
 import attrs
 
+from fleet._blind import CriterionVerdict, Reviewer, findings_of, run_review
 from fleet._core.events import Checked
 from fleet._core.fold import WorkerState
 from fleet._errors import Refused, ToolError
@@ -59,6 +60,9 @@ class CheckResult:
     commits: tuple[str, ...] = ()
     commands: tuple[CommandResult, ...] = ()
     state: str = ""
+    #: the blind reviewer, and its verdict on each criterion (empty without a blind review)
+    reviewer: str | None = None
+    criteria: tuple[CriterionVerdict, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -107,13 +111,22 @@ def check_worker(
     runner: Runner | None = None,
     timeout: float = DEFAULT_CMD_TIMEOUT,
     journal: bool = True,
+    blind: tuple[Reviewer, Sequence[str]] | None = None,
 ) -> CheckResult:
-    """Check a worker's work in its registered worktree and journal the verdict."""
+    """Check a worker's work in its registered worktree and journal the verdict. With
+    ``blind`` (a reviewer and the criteria), a work that passes git and the commands is also
+    judged by a blind reviewer (:mod:`fleet._blind`); every criterion must pass."""
     state = fleet.state(worker)
     if state.state == "retired":
         raise Refused(f"{worker} is retired: its worktree is gone, there is nothing to check")
     git = Git(runner)
     result = evaluate(git, state, base=base, commands=commands, timeout=timeout)
+    if blind is not None and result.ok:
+        reviewer, criteria = blind
+        verdicts = tuple(run_review(state, criteria, reviewer, base=result.base))
+        findings = findings_of(verdicts)
+        result = attrs.evolve(result, reviewer=reviewer.name, criteria=verdicts,
+                              findings=findings, verdict="failed" if findings else "checked")
     if journal:
         fleet.record(
             worker,
@@ -124,6 +137,8 @@ def check_worker(
                 findings=result.findings,
                 base=result.base,
                 head=result.head,
+                reviewer=result.reviewer,
+                criteria=tuple(v.as_dict() for v in result.criteria),
             ),
         )
     return result

@@ -37,6 +37,8 @@ class ReportLine:
     note: str | None = None
     #: the permission mode (or Codex sandbox) fleet started it in
     mode: str | None = None
+    #: the blind reviewer that judged the work in its last check, besides the commands
+    reviewer: str | None = None
 
 
 def verdict_of(state: WorkerState) -> str:
@@ -58,9 +60,11 @@ def _workspace(state: WorkerState) -> str | None:
 
 
 def _why(state: WorkerState, verdict: str, note: str | None = None) -> str:
+    # What fleet checked is kept apart from what a blind reviewer judged besides.
+    by = f" by commands and a blind reviewer on {state.reviewer}" if state.reviewer else ""
     if state.state == "retired":
         # A retire that saw something land after its last check says so, never "pushed".
-        return f"retired, but {note}" if note else "was checked, clean and pushed"
+        return f"retired, but {note}" if note else f"was checked{by}, clean and pushed"
     if state.refused:
         return f"retire refused: {state.refused}"
     if verdict == "failed":
@@ -68,7 +72,7 @@ def _why(state: WorkerState, verdict: str, note: str | None = None) -> str:
     if verdict == "claimed":
         return "claimed done, not checked yet"
     if verdict == "checked":
-        return "checked, not retired yet"
+        return f"checked{by}, not retired yet"
     why = exit_why(state) if state.state in ("gone", "stopped") else None
     if why:
         return f"not done: {state.state} ({state.reason}): {why}"
@@ -101,6 +105,7 @@ def report_line(state: WorkerState) -> ReportLine:
         follow_ups=follow_ups,
         note=note if retired else None,
         mode=mode_text(state),
+        reviewer=state.reviewer,
     )
 
 

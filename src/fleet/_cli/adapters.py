@@ -390,7 +390,7 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
         state = fleet.state(args.worker)
     why: str | None = None
     if args.profile is None and args.model is None:
-        args.profile, routed_dir, why = _next_profile(state)
+        args.profile, routed_dir, why = next_profile(state)
         args.config_dir = args.config_dir or routed_dir
     brief = args.brief or _started_brief(args)
     if brief is None:
@@ -446,9 +446,10 @@ def _started_brief(args: argparse.Namespace) -> Path | None:
     return Path(brief) if isinstance(brief, str) else None
 
 
-def _next_profile(state: WorkerState) -> tuple[str, Path | None, str]:
-    """The profile a hand-over moves ``state``'s task to, by the routing rules, with its config
-    dir and the reason; SettingsError saying why when none is eligible."""
+def next_profile(state: WorkerState, *, tool: str | None = None) -> tuple[str, Path | None, str]:
+    """The profile a hand-over moves ``state``'s task to (or a blind reviewer of ``tool`` runs
+    on), by the routing rules: never the worker's own, the coordinator's, or one at its limit.
+    With its config dir and the reason; SettingsError saying why when none is eligible."""
     from fleet._core.routing import Choices, Task
     from fleet._plan import plan_tasks
     from fleet._profiles import load_profiles
@@ -458,7 +459,7 @@ def _next_profile(state: WorkerState) -> tuple[str, Path | None, str]:
     settings = load_settings()
     pool = settings.workers if settings.workers is not None else [p.name for p in profiles]
     others = tuple(name for name in pool if name != state.profile)
-    task = Task(name=state.worker, tool=state.tool)
+    task = Task(name=state.worker, tool=tool or state.tool)
     row = plan_tasks([task], profiles=profiles, settings=settings,
                      choices=Choices(use=others)).rows[0]
     if row.profile is None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from fleet._blind import DEFAULT_REVIEW_TIMEOUT, Reviewer
 from fleet._check import DEFAULT_CMD_TIMEOUT, CheckResult, check_worker
 from fleet._cli import hub as hub_cli
 from fleet._cli._common import (
@@ -18,7 +20,7 @@ from fleet._cli._common import (
     seconds,
     to_jsonable,
 )
-from fleet._errors import Refused
+from fleet._errors import Refused, SettingsError
 from fleet._fleet import Fleet
 from fleet._report import build_report, format_report
 from fleet._retire import (
@@ -82,6 +84,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--timeout", type=seconds, default=DEFAULT_CMD_TIMEOUT, metavar="S",
         help=f"seconds each check command may run (default {DEFAULT_CMD_TIMEOUT:g})",
     )
+    b = p.add_argument_group(
+        "blind review", "for risky work: once git and the commands pass, a headless Claude Code "
+        "reviewer on a third profile (neither the worker's nor yours) judges the work against "
+        "written criteria, with read-only tools, in the worktree; each criterion must pass")
+    b.add_argument("--blind", action="store_true", help="add the blind review")
+    b.add_argument("--criteria", type=Path, metavar="FILE",
+                   help="the criteria, one per line (needed with --blind)")
+    b.add_argument("--reviewer", metavar="P",
+                   help="the reviewer's profile (default: the next one by the routing rules)")
+    b.add_argument("--endpoint", metavar="URL", help="review on an API endpoint instead")
+    b.add_argument("--key-from", metavar="SRC", help="the endpoint's key (env:NAME, ...)")
+    b.add_argument("--model", metavar="M", help="the reviewer's model")
+    b.add_argument("--review-timeout", type=seconds, default=DEFAULT_REVIEW_TIMEOUT,
+                   metavar="S", help=f"how long the review may run (default "
+                   f"{DEFAULT_REVIEW_TIMEOUT:g})")
     hub_cli.add_hub_args(p)
     add_json(p)
     p.set_defaults(run=cmd_check)
@@ -171,6 +188,11 @@ def print_check(result: CheckResult) -> None:
         if not cmd.ok and cmd.tail:
             for line in cmd.tail.splitlines()[-5:]:
                 print(f"       | {line}")
+    for verdict in result.criteria:
+        mark = {True: "pass", False: "FAIL", None: "none"}[verdict.passed]
+        print(f"  {mark:4} criterion {verdict.number}: {verdict.criterion} — {verdict.reason}")
+    if result.reviewer:
+        print(f"  (judged by a blind reviewer on {result.reviewer})")
     for finding in result.findings:
         print(f"  - {finding}")
 
@@ -178,21 +200,62 @@ def print_check(result: CheckResult) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     hub = hub_cli.hub_of(args)
     if hub is not None:
+        if args.blind:
+            raise SettingsError("a blind review runs on the worker's own host: run `fleet "
+                                "check --blind` there")
         return hub_cli.cmd_check(args, hub)  # on the worker's own host
     if args.cmds:
         progress(
             f"checking {args.worker}: git, then {len(args.cmds)} check "
             f"command{'s' if len(args.cmds) != 1 else ''} (up to {args.timeout:g}s each)..."
         )
+    blind = _blind_review(args)
     with Fleet(args.home) as fleet:
+        if blind is not None:
+            progress(f"checking {args.worker}, then a blind review on {blind[0].name} (up to "
+                     f"{args.review_timeout:g}s)...")
         result = check_worker(
-            fleet, args.worker, base=args.base, commands=args.cmds, timeout=args.timeout
+            fleet, args.worker, base=args.base, commands=args.cmds, timeout=args.timeout,
+            blind=blind,
         )
     if args.json:
         print_json(check_json(result))
     else:
         print_check(result)
     return Exit.OK if result.ok else Exit.REFUSED
+
+
+def _blind_review(args: argparse.Namespace) -> tuple[Reviewer, list[str]] | None:
+    """The reviewer and the criteria ``--blind`` asks for, checked before anything runs."""
+    from fleet._blind import read_criteria
+
+    if not args.blind:
+        if args.criteria or args.reviewer or args.endpoint:
+            raise SettingsError("--criteria, --reviewer and --endpoint go with --blind")
+        return None
+    if args.criteria is None:
+        raise SettingsError("--blind needs --criteria FILE: what the reviewer judges")
+    criteria = read_criteria(args.criteria)
+    profile = args.reviewer
+    if profile is None and args.endpoint is None:
+        profile = _third_profile(args)
+    return Reviewer(profile=profile, endpoint=args.endpoint, key_from=args.key_from,
+                    model=args.model, timeout=args.review_timeout), criteria
+
+
+def _third_profile(args: argparse.Namespace) -> str:
+    """A Claude profile that is neither the worker's nor the coordinator's, by the routing
+    rules; SettingsError naming what to pass when there is none."""
+    from fleet._cli.adapters import next_profile
+
+    with Fleet(args.home) as fleet:
+        state = fleet.state(args.worker)
+    try:
+        profile, _, _ = next_profile(state, tool="claude")
+    except SettingsError as exc:
+        raise SettingsError(f"no profile for a blind reviewer: {exc}; pass --reviewer P or "
+                            "--endpoint URL --key-from SRC") from None
+    return profile
 
 
 # -- retire --------------------------------------------------------------------------------

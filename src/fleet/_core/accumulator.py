@@ -129,6 +129,7 @@ class Accumulator:
     findings: tuple[str, ...] = ()
     refused: str | None = None
     checked_head: str | None = None
+    reviewer: str | None = None
     follow_ups: int = 0
     retired_ref: str | None = None
     retired_note: str | None = None

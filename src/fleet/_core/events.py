@@ -214,6 +214,10 @@ class Checked:
     findings: tuple[str, ...] = ()
     base: str | None = None
     head: str | None = None
+    #: the blind reviewer that judged the work besides the commands (its profile or
+    #: endpoint), and its verdict on each criterion (``criterion``, ``verdict``, ``reason``)
+    reviewer: str | None = None
+    criteria: tuple[dict[str, str], ...] = ()
 
 
 @attrs.frozen(kw_only=True)

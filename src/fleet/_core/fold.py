@@ -137,6 +137,9 @@ class WorkerState:
     background: int = 0
     #: the commit the last check passed on (None when the last check failed, or none ran)
     checked_head: str | None = None
+    #: who besides the check commands judged the work in the last check: the blind
+    #: reviewer's profile or endpoint (None: the commands alone)
+    reviewer: str | None = None
     #: follow-ups sent to the worker
     follow_ups: int = 0
     #: the snapshot ref of the last retire, and what changed between its check and the delete
@@ -299,6 +302,7 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
     if isinstance(event, Checked):
         acc.verdict, acc.findings = event.verdict, tuple(event.findings)
         acc.checked_head = event.head if event.verdict == "checked" else None
+        acc.reviewer = event.reviewer
         return ("verdict", "checked" if event.verdict == "checked" else "failed")
     if isinstance(event, RetireRefused):
         acc.refused = event.reason
