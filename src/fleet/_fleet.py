@@ -296,16 +296,24 @@ class Fleet:
         *,
         task: str | os.PathLike[str],
         repo: str | os.PathLike[str],
+        adapter: str = "headless",
         **options: Any,
     ) -> WorkerState:
-        """Start a headless worker (``claude -p`` / ``codex exec``) in a new worktree under a
-        detached supervisor; the options are those of
+        """Start a worker in a new worktree: a headless one (``claude -p`` / ``codex exec``)
+        under a detached supervisor, with the options of
         :func:`fleet._orchestrate.start_worker` (profile, endpoint, key_from, model,
-        small_model, tool, permission_mode, effort, base, timeout, ...)."""
-        from fleet._orchestrate import start_worker
+        small_model, tool, permission_mode, policy, effort, base, timeout, ...); or, with
+        ``adapter="superset"`` or ``"herdr"``, in that app, with the options of
+        :func:`fleet._orchestrate.start_app_worker` (profile, model, effort, base, ...)."""
+        from fleet._orchestrate import app_adapter, start_app_worker, start_worker
 
-        return start_worker(
-            worker, task=task, repo=repo, home=self.home, clock=self.clock, **options
+        if adapter == "headless":
+            return start_worker(
+                worker, task=task, repo=repo, home=self.home, clock=self.clock, **options
+            )
+        return start_app_worker(
+            app_adapter(adapter, home=self.home, clock=self.clock), worker, task=task,
+            repo=repo, home=self.home, clock=self.clock, **options,
         )
 
     def stop(self, worker: str, *, timeout: float = 30.0) -> WorkerState:
@@ -314,13 +322,18 @@ class Fleet:
 
         return stop_worker(worker, home=self.home, clock=self.clock, timeout=timeout)
 
-    def run(self, tasks: str | os.PathLike[str], **options: Any) -> FanOutResult:
-        """Plan a TASKS.toml and start every task as a headless worker, at most
-        ``max_parallel`` at once (see :func:`fleet._orchestrate.run_tasks`); follow with
-        :meth:`wait`."""
-        from fleet._orchestrate import run_tasks
+    def run(self, tasks: str | os.PathLike[str], adapter: str = "headless",
+            **options: Any) -> FanOutResult:
+        """Plan a TASKS.toml and start every task: as headless workers, at most
+        ``max_parallel`` at once (see :func:`fleet._orchestrate.run_tasks`), or in an app
+        (``adapter="superset"`` or ``"herdr"``, one at a time per profile: see
+        :func:`fleet._orchestrate.run_app_tasks`); follow with :meth:`wait`."""
+        from fleet._orchestrate import app_adapter, run_app_tasks, run_tasks
 
-        return run_tasks(tasks, home=self.home, clock=self.clock, **options)
+        if adapter == "headless":
+            return run_tasks(tasks, home=self.home, clock=self.clock, **options)
+        return run_app_tasks(app_adapter(adapter, home=self.home, clock=self.clock), tasks,
+                             home=self.home, clock=self.clock, **options)
 
 
 def _hub_config(

@@ -143,6 +143,9 @@ def test_send_delivers_a_follow_up_file_and_journals_it(any_rig: Rig) -> None:
     assert f"{MARKER}-2" in screen or str(follow) in screen
     sent = [e for e in rig.fleet.log("w1") if isinstance(e, FollowUpSent)]
     assert [e.file for e in sent] == [str(follow)]
+    # The receipt: sent, and taken only once the agent's own prompt hook says so (these fakes
+    # run no agent hooks; tests/e2e/test_receipts.py shows the real agents taking it).
+    assert rig.fleet.state("w1").delivery == "sent"
 
 
 def test_send_refuses_a_missing_file(every_rig: Rig, tmp_path: Path) -> None:
@@ -174,6 +177,7 @@ def test_hand_over_starts_another_profile_in_the_same_workspace(any_rig: Rig) ->
     assert state.handle[key] == handle[key]
     assert state.handle["worker"] == "w1"
     assert any(isinstance(e, HandedOver) for e in rig.fleet.log("w1"))
+    assert state.delivery == "sent"
     # the new agent is given the task: a hand-over note (naming the brief and what the old
     # agent did), or the brief itself
     rig.until_idle(new_ws)

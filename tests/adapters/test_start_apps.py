@@ -408,3 +408,19 @@ def test_fleet_start_superset_waits_for_the_profiles_starting_worker(
     second = next(e for e in fleet.log("w2") if isinstance(e, Registered))
     assert second.ts >= first.ts
     assert len(superset.host.workspaces) == 2
+
+
+def test_the_facade_starts_in_an_app_through_the_same_orchestration(herdr: Rig) -> None:
+    from fleet import Fleet
+    from fleet._errors import SettingsError
+
+    task = brief(herdr, "Fix the paths.\n", "facade.md")
+    with Fleet() as fleet:
+        state = fleet.start("facade", task=task, repo=herdr.repo.path, adapter="herdr",
+                            profile="claude:work")
+        assert (state.adapter, state.profile) == ("herdr", "claude:work")
+        assert state.handle["pane"]
+        (create,) = herdr_calls(herdr, "worktree", "create")
+        assert create[create.index("--label") + 1] == "facade · work"
+        with pytest.raises(SettingsError, match="unknown app adapter 'tmux'"):
+            fleet.start("other", task=task, repo=herdr.repo.path, adapter="tmux")

@@ -330,11 +330,16 @@ def test_start_on_an_app_hosted_adapter(repo: Repo, tmp_path: Path) -> None:
     bin_dir.mkdir()
     (bin_dir / "herdr").symlink_to(Path(__file__).resolve().parents[1] / "fakes" / "herdr")
     state = tmp_path / "herdr-state.json"
+    (tmp_path / "config-work").mkdir()
+    snapshot = tmp_path / "profiles.json"  # a `clausona list --json` of one profile
+    snapshot.write_text(json.dumps([{"name": "claude:work", "tool": "claude",
+                                     "configDir": str(tmp_path / "config-work")}]))
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HERDR_FAKE_STATE": str(state),
-           "FLEET_CLAUSONA": str(bin_dir / "no-clausona")}
+           "FLEET_CLAUSONA": str(bin_dir / "no-clausona"), "FLEET_PROFILES": str(snapshot)}
     with serving(["--repo", str(repo.path)], env=env) as mcp:
-        error, text = mcp.call("start", {"worker": "h1", "brief": "Docs.", "adapter": "herdr"})
-        assert error and "a herdr worker runs on a clausona profile" in text
+        error, text = mcp.call("start", {"worker": "h1", "brief": "Docs.", "adapter": "herdr",
+                                         "profile": "claude:nobody"})
+        assert error and "claude:nobody" in text
         error, text = mcp.call("start", {"worker": "h1", "brief": "Docs.", "adapter": "herdr",
                                          "profile": "claude:work", "endpoint": "http://x"})
         assert error and "endpoint is for headless workers only" in text

@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import attrs
 
-from fleet._errors import FleetError, Refused, SettingsError, one_line
+from fleet._errors import FleetError, SettingsError, one_line
 from fleet._files import atomic_write
 from fleet._home import DIR_MODE, FILE_MODE
 from fleet._mcp.args import Args, _num, _opt
@@ -388,59 +388,21 @@ class Tools:
         effort: str | None,
         base: str | None,
     ) -> str:
-        """Create the app's workspace and start the agent there, through the adapter."""
-        from fleet import _journal
+        """Create the app's workspace and start the agent there: the same orchestration as
+        `fleet start --adapter` (checks first, one start at a time per profile, a failed start
+        taken back)."""
         from fleet._cli._common import dumps
         from fleet._cli.core import state_json
-        from fleet._fleet import Fleet
-        from fleet.adapters import get_adapter
-        from fleet.adapters._base import LaunchSpec
-        from fleet.adapters.superset import workspace_name
+        from fleet._orchestrate import app_adapter, start_app_worker
 
-        if profile is None:
-            raise SettingsError(f"start: a {adapter_name} worker runs on a clausona profile: "
-                                "give profile")
-        if _journal.exists(self.scope.home, worker):
-            raise Refused(f"worker {worker} already exists; pick another id")
-        ref = base or self._current_branch(repo)
-        with Fleet(self.scope.home) as fleet:
-            adapter = get_adapter(adapter_name, journal=fleet.journal, home=self.scope.home)
-            title = _title(brief)
-            workspace = adapter.create_workspace(
-                worker, repo=repo, base=ref, label=workspace_name(title, profile)
-            )
-            spec = LaunchSpec(
-                worker=worker, tool=tool, brief=brief, profile=profile, model=model,
-                permission_mode=permission_mode, effort=effort,
-                config_dir=_profile_config_dir(profile),
-            )
-            try:
-                adapter.trust(workspace, spec)
-                adapter.start(workspace, spec)
-            except FleetError as exc:
-                raise ToolFailure(
-                    f"{one_line(exc)} (the workspace at {workspace.worktree} was left for you "
-                    "to inspect)"
-                ) from None
-            return dumps(state_json(fleet.state(worker), home=fleet.home))
+        home = self.scope.home
+        state = start_app_worker(
+            app_adapter(adapter_name, home=home), worker, task=brief, repo=repo,
+            profile=profile, model=model, effort=effort, permission_mode=permission_mode,
+            base=base or self._current_branch(repo), tool=tool, home=home,
+        )
+        return dumps(state_json(state, home=home))
 
     def _current_branch(self, repo: Path) -> str:
         branch = self.scope.git.branch(repo)
         return branch or "HEAD"
-
-
-def _title(brief: Path) -> str:
-    for line in brief.read_text(encoding="utf-8").splitlines():
-        text = line.strip().lstrip("#").strip()
-        if text:
-            return text[:120]
-    return brief.name
-
-
-def _profile_config_dir(name: str) -> Path | None:
-    from fleet._profiles import find_profile, load_profiles
-
-    try:
-        return find_profile(name, load_profiles()).config_dir
-    except FleetError:
-        return None  # the adapter answers the trust prompt on screen where it can
