@@ -54,3 +54,14 @@ def forget(home: Path, state: WorkerState, *, force: bool = False, now: float | 
         forget_worktree(home, path)
     os.rename(worker_dir(home, worker), target)
     return Forgotten(worker=worker, kept_at=target, worktrees=tuple(paths))
+
+
+def archived_journals(home: Path, worker: str) -> list[Path]:
+    """The journals of ``worker`` set aside by :func:`forget`, oldest first (a worker id can
+    be forgotten, registered again and forgotten again)."""
+    folder = home / "forgotten"
+    if not folder.is_dir():
+        return []
+    found = [d / "journal.jsonl" for d in folder.iterdir()
+             if d.name.split(".", 1)[0] == worker and (d / "journal.jsonl").is_file()]
+    return sorted(found, key=lambda p: p.parent.name)

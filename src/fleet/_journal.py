@@ -94,18 +94,24 @@ def forget_worktree(home: Path, worktree: str) -> None:
     append_line(worktree_index_path(ensure_dir(home)), f"{worktree}\t\n".encode())
 
 
-def worktrees_of(home: Path, worker: str) -> list[str]:
-    """The worktree paths whose sessions reach ``worker`` now."""
+def worktree_owners(home: Path) -> dict[str, str]:
+    """Each indexed worktree path and the worker its sessions reach now (the last line for a
+    path wins; a forgotten one reaches none and is left out)."""
     try:
         data = worktree_index_path(home).read_bytes()
     except FileNotFoundError:
-        return []
+        return {}
     index: dict[str, str] = {}
     for raw in data.decode("utf-8", "replace").split("\n")[:-1]:
         path, sep, owner = raw.partition("\t")
         if sep and path:
             index[path] = owner
-    return sorted(path for path, owner in index.items() if owner == worker)
+    return {path: owner for path, owner in index.items() if owner}
+
+
+def worktrees_of(home: Path, worker: str) -> list[str]:
+    """The worktree paths whose sessions reach ``worker`` now."""
+    return sorted(path for path, owner in worktree_owners(home).items() if owner == worker)
 
 
 def check_worktree_path(path: str) -> str:

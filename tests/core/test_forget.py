@@ -75,3 +75,51 @@ def test_forget_refuses_while_the_agent_still_runs_unless_forced(
 def test_forget_of_an_unknown_worker_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "forget", "ghost")
     assert (code, out) == (1, "") and err.count("\n") == 1 and "no worker 'ghost'" in err
+
+
+def test_the_archived_journal_is_read_back_with_log(
+    capsys: pytest.CaptureFixture[str], home: Path, worktree: Path
+) -> None:
+    assert run(capsys, "register", "w1", "--worktree", str(worktree))[0] == 0
+    _hook(home, worktree, {"hook_event_name": "Stop", "session_id": "s"})
+    assert run(capsys, "forget", "w1")[0] == 0
+    code, out, _ = run(capsys, "log", "w1", "--archived", "--json")
+    assert code == 0 and [e["type"] for e in json.loads(out)] == ["registered", "Stop"]
+    code, out, err = run(capsys, "log", "w1")
+    assert code != 0 and err.count("\n") == 1
+    code, _, err = run(capsys, "log", "ghost", "--archived")
+    assert code == 1 and "no forgotten journal of ghost" in err and err.count("\n") == 1
+
+
+def test_forget_all_gone_takes_only_the_gone(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    from tests.conftest import git_worktree
+
+    for name in ("gone1", "alive"):
+        assert run(capsys, "register", name, "--worktree",
+                   str(git_worktree(tmp_path / name)))[0] == 0
+    _hook(home, tmp_path / "gone1", {"hook_event_name": "SessionEnd", "session_id": "s",
+                                     "reason": "other"})
+    code, out, _ = run(capsys, "forget", "--all-gone", "--json")
+    assert code == 0 and [g["worker"] for g in json.loads(out)] == ["gone1"]
+    assert [s["worker"] for s in json.loads(run(capsys, "status", "--json")[1])] == ["alive"]
+    code, out, _ = run(capsys, "forget", "--all-gone")
+    assert code == 0 and out == "no worker is gone; nothing forgotten\n"
+    code, _, err = run(capsys, "forget", "alive", "--all-gone")
+    assert code == 1 and "not both" in err
+    assert run(capsys, "forget")[0] == 1
+
+
+def test_register_refuses_a_worktree_of_another_worker_and_any_dir_opts_in(
+    capsys: pytest.CaptureFixture[str], home: Path, worktree: Path, tmp_path: Path
+) -> None:
+    assert run(capsys, "register", "w1", "--worktree", str(worktree))[0] == 0
+    code, _, err = run(capsys, "register", "w2", "--worktree", str(worktree))
+    assert code == 4 and "registered to worker w1" in err and err.count("\n") == 1
+    assert run(capsys, "register", "w1", "--worktree", str(worktree))[0] == 0  # its own again
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    code, _, err = run(capsys, "register", "w3", "--worktree", str(plain))
+    assert code == 1 and "--any-dir" in err
+    assert run(capsys, "register", "w3", "--worktree", str(plain), "--any-dir")[0] == 0

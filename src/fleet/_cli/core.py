@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,10 @@ from fleet._cli._common import (
 )
 from fleet._cli.hub import add_hub_args, hub_of
 from fleet._core.attention import mode_text, reason_text
-from fleet._core.events import encode_obj, event_type
+from fleet._core.events import Event, encode_obj, event_type
 from fleet._core.fold import WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import SettingsError
+from fleet._errors import Refused, SettingsError
 from fleet._fleet import Fleet
 
 #: The names fleet.adapters.ADAPTERS knows (a test keeps them in step), spelled out so that
@@ -60,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--branch", metavar="B", help="its branch")
     p.add_argument("--base", metavar="REF", help="the ref its work starts from")
     p.add_argument("--task", metavar="TEXT", help="a short description of its task")
+    p.add_argument("--any-dir", action="store_true",
+                   help="register a directory that is not the top of a git worktree (every "
+                   "session under it then reaches this worker; check and retire need git)")
     add_json(p)
     add_examples(
         p,
@@ -76,13 +80,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "worktree, its branch and its commits are left as they are (`fleet retire` is what "
         "deletes work, with its guards). Refused while the worker's agent still runs.",
     )
-    p.add_argument("workers", nargs="+", metavar="WORKER")
+    p.add_argument("workers", nargs="*", metavar="WORKER")
+    p.add_argument("--all-gone", action="store_true",
+                   help="every worker whose state is gone (its agent ended with no DONE claim)")
     p.add_argument("--force", action="store_true",
                    help="forget a worker even while its agent still runs")
     add_json(p)
     add_examples(
         p,
         "fleet forget typo-worker",
+        "fleet forget --all-gone",
         "fleet forget w3 --json",
     )
     p.set_defaults(run=cmd_forget)
@@ -122,12 +129,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "in marks). Unreadable lines are shown, not skipped.",
     )
     p.add_argument("worker")
+    p.add_argument("--archived", action="store_true",
+                   help="the journal `fleet forget` set aside (the latest, if forgotten twice)")
     add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet log parser",
         "fleet log parser --json",
+        "fleet log typo-worker --archived",
     )
     p.set_defaults(run=cmd_log)
 
@@ -154,8 +164,10 @@ def cmd_register(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.worktree):
         # No session would ever run there, so its hook events would never reach this worker.
         raise SettingsError(f"worktree {args.worktree} is not a directory; nothing registered")
-    _require_worktree_top(args.worktree)
+    if not args.any_dir:
+        _require_worktree_top(args.worktree)
     with open_fleet(args) as fleet:
+        _require_unowned(fleet.home, args.worktree, args.worker)
         state = fleet.register(
             args.worker,
             worktree=args.worktree,
@@ -174,6 +186,17 @@ def cmd_register(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
+def _require_unowned(home: Path, path: str, worker: str) -> None:
+    """Refuse a worktree whose sessions already reach another worker: its hook events would
+    go to whichever registered last."""
+    from fleet._journal import worktree_owners
+
+    owner = worktree_owners(home).get(os.path.realpath(path))
+    if owner and owner != worker:
+        raise Refused(f"{path} is registered to worker {owner}: forget it first (`fleet "
+                      f"forget {owner}`) or register another worktree; nothing registered")
+
+
 def _require_worktree_top(path: str) -> None:
     """Refuse a directory that is not the top of a git worktree: every session under it would
     reach the worker (registering /tmp would take them all), and check and retire need git."""
@@ -187,7 +210,7 @@ def _require_worktree_top(path: str) -> None:
         where = f" (it is inside the worktree {top})" if top else ""
         raise SettingsError(
             f"{path} is not the top directory of a git worktree{where}: register the "
-            "worktree the worker's sessions run in; nothing registered"
+            "worktree the worker's sessions run in (or pass --any-dir); nothing registered"
         )
 
 
@@ -195,8 +218,13 @@ def cmd_forget(args: argparse.Namespace) -> int:
     from fleet._forget import forget
 
     done = []
+    if bool(args.workers) == args.all_gone:
+        raise SettingsError("name the workers to forget, or pass --all-gone (not both)")
     with open_fleet(args) as fleet:
-        states = [fleet.state(worker) for worker in args.workers]
+        if args.all_gone:
+            states = [s for s in fleet.status() if s.state == "gone"]
+        else:
+            states = [fleet.state(worker) for worker in args.workers]
         for state in states:
             gone = forget(fleet.home, state, force=args.force)
             done.append(gone)
@@ -205,6 +233,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if args.json:
         print_json([{"worker": g.worker, "kept_at": str(g.kept_at),
                      "worktrees": list(g.worktrees)} for g in done])
+    elif not done:
+        print("no worker is gone; nothing forgotten")
     return Exit.OK
 
 
@@ -281,8 +311,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    with open_fleet(args) as fleet:
-        events = fleet.log(args.worker)
+    if args.archived:
+        events = _archived_log(args)
+    else:
+        with open_fleet(args) as fleet:
+            events = fleet.log(args.worker)
     if args.json:
         out = []
         for seq, event in enumerate(events):
@@ -303,6 +336,21 @@ def cmd_log(args: argparse.Namespace) -> int:
         detail = " ".join(f"{k}={one_line(str(v), 60)}" for k, v in fields.items())
         print(f"{seq:>5}  {when}  {kind:<18} {detail}")
     return Exit.OK
+
+
+def _archived_log(args: argparse.Namespace) -> Sequence[Event]:
+    from fleet._core.events import decode_line
+    from fleet._forget import archived_journals
+    from fleet._home import resolve_home
+
+    validate_worker_id(args.worker)
+    if hub_of(args) is not None:
+        raise SettingsError("--archived reads this host's forgotten journals: drop --hub")
+    journals = archived_journals(resolve_home(args.home), args.worker)
+    if not journals:
+        raise SettingsError(f"no forgotten journal of {args.worker}")
+    data = journals[-1].read_bytes()
+    return [decode_line(line) for line in data.split(b"\n")[:-1]]
 
 
 def _clock_time(ts: float | None) -> str:
