@@ -93,6 +93,9 @@ def test_headless_failures_are_recorded_in_every_run(
     lost = []
     for n in range(RUNS):
         worker = f"w{n}"
+        if n:
+            # One worktree, one worker: the last run's worker is set aside for the next.
+            fleet_cli("forget", f"w{n - 1}", "--force")
         register(worker, repo.path, "claude")
         reply = make_reply()
         reset_at = time.time() + RESET_IN

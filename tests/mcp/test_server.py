@@ -243,7 +243,7 @@ def test_a_follow_up_given_as_text_is_sent_from_a_file(repo: Repo) -> None:
 
 def test_keys_never_appear_in_results(repo: Repo) -> None:
     key = "sk-fleet-test-key-0123456789abcdef"
-    wt = worktree(repo, "w1")
+    wt = worktree(repo, "w2")
     subprocess.run([*FLEET, "register", "w2", "--worktree", str(wt), "--task",
                     f"use {key} for the API"], check=True, capture_output=True)
     env = {"FLEET_TEST_KEY": key}

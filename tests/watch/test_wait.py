@@ -271,9 +271,13 @@ def test_cli_wait_exit_codes_and_json(worktree: Path) -> None:
     assert cli("wait", "ghost", "--timeout", "1").returncode == 1
 
 
-def test_a_restarted_coordinator_is_not_woken_for_what_it_marked_seen(worktree: Path) -> None:
+def test_a_restarted_coordinator_is_not_woken_for_what_it_marked_seen(
+    worktree: Path, tmp_path: Path
+) -> None:
+    from tests.conftest import git_worktree
+
     cli("register", "a", "--worktree", str(worktree))
-    cli("register", "b", "--worktree", str(worktree))
+    cli("register", "b", "--worktree", str(git_worktree(tmp_path / "wt-b")))
     with Fleet() as fleet:
         stop(fleet, "a")
     first = json.loads(cli("wait", "--json", "--timeout", "5").stdout)
