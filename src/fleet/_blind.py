@@ -173,8 +173,9 @@ def run_review(
 
 def _seed_config(config: Path) -> None:
     from fleet import _agent_config
+    from fleet._home import DIR_MODE
 
-    config.mkdir(mode=0o700)
+    config.mkdir(mode=DIR_MODE)
     quiet = {"backup": False, "fsync": False}
     _agent_config.write_json(config / "settings.json", {}, **quiet)
     _agent_config.write_json(config / ".claude.json", {"hasCompletedOnboarding": True}, **quiet)

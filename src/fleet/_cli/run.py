@@ -319,16 +319,12 @@ def _unchosen_mode(policy: PermissionPolicy, tool: str,
 
 
 def _coordinator_once() -> Callable[[], str | None]:
+    """The coordinator's mode, read from its transcript at the first ask and then kept."""
+    import functools
+
     from fleet._permissions import coordinator_mode
 
-    known: list[str | None] = []
-
-    def read() -> str | None:
-        if not known:
-            known.append(coordinator_mode(os.environ))
-        return known[0]
-
-    return read
+    return functools.cache(lambda: coordinator_mode(os.environ))
 
 
 def start_policy(args: argparse.Namespace) -> tuple[PermissionPolicy, list[str]]:
