@@ -36,8 +36,6 @@ from fleet._errors import (
     ToolError,
     UnknownWorker,
 )
-from fleet._fleet import Fleet
-from fleet._watch import Transition, WaitResult
 
 if TYPE_CHECKING:
     from fleet._check import CheckResult, check_worker
@@ -52,15 +50,21 @@ if TYPE_CHECKING:
         Settings,
         Task,
     )
+    from fleet._fleet import Fleet
     from fleet._plan import TaskFile, load_task_file, load_tasks, plan_tasks
     from fleet._profiles import coordinator_profile, find_profile, load_profiles
     from fleet._report import ReportLine, build_report, format_report
     from fleet._retire import Candidate, Outcome, Retirer
     from fleet._settings import load_settings
+    from fleet._watch import Transition, WaitResult
 
 # Imported on first use: every `fleet` command and every hook-adjacent script imports this
-# package, and most of them never need git checks, routing or reports.
+# package, and most of them never need git checks, routing or reports; and importing the pure
+# core (fleet._core) must not start the journal, watchdog and the adapters behind Fleet.
 _LAZY = {
+    "Fleet": "fleet._fleet",
+    "Transition": "fleet._watch",
+    "WaitResult": "fleet._watch",
     "CheckResult": "fleet._check",
     "check_worker": "fleet._check",
     "Choices": "fleet._core.routing",

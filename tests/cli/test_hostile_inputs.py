@@ -28,7 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from fleet import Fleet, HookEvent
 from fleet._cli import build_parser, main
@@ -288,18 +290,65 @@ def _corpus_for(action: argparse.Action) -> list[str]:
     return names
 
 
-def _cases() -> list[tuple[tuple[str, ...], str, str]]:
-    cases = []
+def _kind(action: argparse.Action) -> tuple[str, bool, bool, str]:
+    """What decides how a value is read before a command sees it: the parser's type, whether
+    the value is a choice, whether the command takes it as a path, and how many it takes.
+    Values of one kind go through the same reading whatever command they are given to."""
+    type_name = getattr(action.type, "__name__", "str") if action.type else "str"
+    return type_name, bool(action.choices), action.dest in PATH_DESTS, str(action.nargs)
+
+
+#: Commands whose benign arguments succeed in the world below, best first: each kind of argument
+#: is given its hostile values in the first of these that takes it, so the hostile value, not a
+#: refusal the command gives anyway, is what the case tests (test_each_kind_is_tried_where_its_
+#: command_succeeds holds this list to that).
+SUCCEEDING = [
+    ("status",), ("log",), ("seen",), ("watch",), ("report",), ("settings", "set"),
+    ("settings", "get"), ("settings", "unset"), ("profiles", "add"), ("profiles", "remove"),
+    ("hooks", "install"), ("hooks", "uninstall"), ("hooks", "command"), ("trust",),
+    ("doctor",), ("wait",),
+]
+
+
+def _representatives() -> dict[tuple[str, bool, bool, str], tuple[tuple[str, ...], str]]:
+    """One (command, argument) per kind: in the first succeeding command that has one."""
+    rank = {path: i for i, path in enumerate(SUCCEEDING)}
+    found: dict[tuple[str, bool, bool, str], tuple[int, tuple[str, ...], str]] = {}
     for path, parser in LEAVES:
-        cases.append((path, "extra-positional", "nul"))
-        cases.append((path, "--home", "lone-surrogate"))
         for action in _value_actions(parser):
-            if action.choices:
-                cases += [(path, action.dest, name) for name in ("nul", "lone-surrogate", "long")]
-                continue
-            cases += [(path, action.dest, name) for name in _corpus_for(action)
-                      if not (path[0] in ("wait", "watch") and (action.dest, name) in _VALID)]
-    return cases
+            key = _kind(action)
+            here = (rank.get(path, len(rank)), path, action.dest)
+            if key not in found or here < found[key]:
+                found[key] = here
+    return {key: (path, dest) for key, (_, path, dest) in found.items()}
+
+
+REPRESENTATIVES = _representatives()
+#: Sharp values every argument of every command gets, where its own reading can go wrong: a
+#: value too long to echo whole, one that climbs out of a directory, a number past 64 bits.
+SHARP = ("long", "worker-traversal", "huge-int")
+
+
+def _cases() -> list[tuple[tuple[str, ...], str, str]]:
+    """Every value of the corpus once per kind of argument, in that kind's representative; the
+    sharp values in every argument of every command; a stray positional and a bad --home for
+    every command. Wider mixes are the Hypothesis property's."""
+    cases: set[tuple[tuple[str, ...], str, str]] = set()
+    for path, dest in REPRESENTATIVES.values():
+        action = next(a for a in _value_actions(_PARSERS[path]) if a.dest == dest)
+        names = ("nul", "lone-surrogate", "long") if action.choices else _corpus_for(action)
+        cases.update((path, dest, name) for name in names if not _waits(path, dest, name))
+    for path, parser in LEAVES:
+        cases.add((path, "extra-positional", "nul"))
+        cases.add((path, "--home", "lone-surrogate"))
+        for action in _value_actions(parser):
+            cases.update((path, action.dest, name) for name in SHARP
+                         if not _waits(path, action.dest, name))
+    return sorted(cases)
+
+
+def _waits(path: tuple[str, ...], dest: str, name: str) -> bool:
+    return path[0] in ("wait", "watch") and (dest, name) in _VALID
 
 
 #: Odd spellings that are still valid durations (Python's float takes them): as a timeout of
@@ -425,11 +474,70 @@ def test_non_utf8_bytes_in_a_real_argv(hermetic: World, argv: list[bytes]) -> No
     _check(done.returncode, done.stderr.decode("utf-8", "replace"), before, hermetic)
 
 
-def test_the_corpus_is_large_and_covers_every_command() -> None:
+def test_the_corpus_covers_every_command_argument_and_kind() -> None:
     assert {path for path, _, _ in CASES} == {path for path, _ in LEAVES}
+    every_argument = {(path, a.dest) for path, parser in LEAVES for a in _value_actions(parser)}
+    assert every_argument <= {(path, dest) for path, dest, _ in CASES}
+    for path, dest in REPRESENTATIVES.values():
+        action = next(a for a in _value_actions(_PARSERS[path]) if a.dest == dest)
+        if not action.choices:
+            tried = {name for p, d, name in CASES if (p, d) == (path, dest)}
+            assert tried >= set(_corpus_for(action)) - {n for _, n in _VALID}, (path, dest)
     size = len(STRINGS) + len(FILES) + len(RISKY_FILES) + len(BAD_LINES) + len(RAW_ARGV)
     assert size >= 100
-    assert len(CASES) + len(RISKY) * len(RISKY_FILES) + len(HOME_COMMANDS) > 5000
+
+
+def test_each_kind_is_tried_where_its_command_succeeds(
+    hermetic: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hostile value given to a command that refuses its benign arguments anyway tests the
+    refusal, not the value: every kind's representative must succeed with benign arguments
+    (wait, which has nothing to wake for, times out), or be a kind no such command takes."""
+    failing = {}
+    for key, (path, _) in REPRESENTATIVES.items():
+        try:
+            code = main(_baseline(path, _PARSERS[path], hermetic))
+        except SystemExit as exc:
+            code = int(exc.code or 0) if not isinstance(exc.code, str) else 1
+        _, err = capsys.readouterr()
+        if code not in ((0, 3) if path == ("wait",) else (0,)):
+            failing[key] = (" ".join(path), code, err.strip())
+    assert set(failing) <= KINDS_ONLY_IN_REFUSING_COMMANDS, failing
+    assert all(REPRESENTATIVES[k][0] not in SUCCEEDING for k in KINDS_ONLY_IN_REFUSING_COMMANDS
+               if k in REPRESENTATIVES)
+
+
+#: Kinds of argument that only commands needing the outside world take (an agent, a Superset
+#: host, a hub): their hostile values are tried where the command refuses anyway.
+KINDS_ONLY_IN_REFUSING_COMMANDS = {
+    kind for kind, (path, _) in REPRESENTATIVES.items() if path not in SUCCEEDING
+}
+
+
+_ARGUMENTS = [(path, action) for path, parser in LEAVES for action in _value_actions(parser)]
+
+
+@hypothesis.settings(max_examples=300, derandomize=True, deadline=None, database=None,
+                     suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(data=st.data())
+def test_any_value_in_any_argument_of_any_command(
+    hermetic: World, capsys: pytest.CaptureFixture[str], data: st.DataObject
+) -> None:
+    """Beyond the grid: a fixed budget of (command, argument, value) drawn from the whole
+    product, the same every run (derandomized), so a value class no grid row pairs with an
+    argument is still met."""
+    path, action = data.draw(st.sampled_from(_ARGUMENTS), label="argument")
+    names = [n for n in _corpus_for(action) if not _waits(path, action.dest, n)]
+    name = data.draw(st.sampled_from(names), label="value")
+    argv = _argv(path, action.dest, name, hermetic)
+    before = _snapshot(hermetic.home)
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    _, err = capsys.readouterr()
+    _check(code, err, before, hermetic)
 
 
 # -- a hostile FLEET_HOME ----------------------------------------------------------------------
