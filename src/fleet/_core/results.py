@@ -275,7 +275,7 @@ def parse_codex(stdout: str, stderr: str, exit_code: int | None, now: float) -> 
                     message = text
         elif kind == "turn.completed":
             for k, v in _int_usage(dict_field(obj, "usage")).items():
-                usage[k] = min(usage.get(k, 0) + v, INT_MAX)
+                usage[k] = min(usage.setdefault(k, 0) + v, INT_MAX)
         elif kind == "turn.failed":
             err = dict_field(obj, "error")
             said = str_field(err, "message") if err is not None else str_field(obj, "error")
