@@ -13,10 +13,9 @@ import attrs
 
 from fleet import _agents, _health, _hook_command, _hook_install, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
-from fleet._core.events import Unreadable
 from fleet._errors import SettingsError
-from fleet._home import hook_errors_path, journal_path, resolve_home, workers_dir
-from fleet._journal import JournalReader, list_workers
+from fleet._home import hook_errors_path, resolve_home, workers_dir
+from fleet._journal import list_workers
 
 TARGETS_HELP = """\
 targets (at least one; each may be repeated):
@@ -373,6 +372,8 @@ class Report:
     hook_errors: int
     last_hook_errors: tuple[str, ...]
     unreadable: dict[str, int]
+    #: hook lines per worker with a field the fold reads holding a value of another type
+    malformed: dict[str, int] = attrs.field(factory=dict)
     hooks: tuple[_hook_install.Status, ...] = ()
     #: Events the hook (or a supervisor) could not journal: how many hook-errors.log records,
     #: and when each worker last lost one (its marker).
@@ -401,15 +402,17 @@ def doctor(
     problems.extend(_health.home_problems(home))
     problems.extend(_odd_journals(home))
     unreadable: dict[str, int] = {}
+    malformed: dict[str, int] = {}
     lost_at: dict[str, float] = {}
     for worker in list_workers(home):
-        count = sum(
-            1 for _, e in JournalReader(journal_path(home, worker)).read()
-            if isinstance(e, Unreadable)
-        )
+        count, odd = _health.journal_faults(home, worker)
         if count:
             unreadable[worker] = count
             problems.append(f"worker {worker}: {count} unreadable journal lines")
+        if odd:
+            malformed[worker] = odd
+            problems.append(f"worker {worker}: {odd} journal lines with a field of a type "
+                            "fleet cannot read (kept; the field is ignored)")
         when = _health.events_lost_at(home, worker)
         if when is not None:
             lost_at[worker] = when
@@ -427,6 +430,7 @@ def doctor(
         hook_errors=len(errors),
         last_hook_errors=tuple(errors[-last:]) if last > 0 else (),
         unreadable=unreadable,
+        malformed=malformed,
         hooks=statuses,
         lost_events=lost,
         events_lost_at=lost_at,
@@ -475,7 +479,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         program = report.hook_program or "MISSING"
         print(f"hook program: {program} (interpreter {report.interpreter})")
         if report.ok:
-            print("ok: no hook failures, every journal line readable")
+            print("ok: no hook failures, every journal line readable and usable")
         for problem in report.problems:
             print(f"problem: {problem}")
         for line in report.last_hook_errors:

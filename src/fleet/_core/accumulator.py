@@ -83,6 +83,7 @@ class Accumulator:
     unreadable: int = 0
     ignored: int = 0
     unknown: int = 0
+    malformed: int = 0
     last_seq: int = -1
     last_event: str | None = None
     last_event_ts: float | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from fleet._core.fields import bool_field, list_field, str_field
 from fleet._core.fold import WorkerState
 
 _EXCERPT = 300
@@ -132,13 +133,15 @@ def mode_text(state: WorkerState) -> str | None:
     """How fleet started the worker, in a few words: ``dontAsk +3 tools``,
     ``danger-full-access``; None for a worker fleet did not start."""
     policy = state.permissions
-    if "mode" in policy:
-        allowed = policy.get("allowed_tools") or ()
-        return f"{policy['mode']} +{len(allowed)} tools" if allowed else str(policy["mode"])
-    if "sandbox" in policy:
-        approval = policy.get("approval")
+    mode = str_field(policy, "mode")
+    if mode is not None:
+        allowed = list_field(policy, "allowed_tools")
+        return f"{mode} +{len(allowed)} tools" if allowed else mode
+    sandbox = str_field(policy, "sandbox")
+    if sandbox is not None:
+        approval = str_field(policy, "approval")
         tail = f" ({approval})" if approval and approval != "never" else ""
-        return f"{policy['sandbox']}{tail}" + (" +network" if policy.get("network") else "")
+        return f"{sandbox}{tail}" + (" +network" if bool_field(policy, "network") else "")
     return None
 
 

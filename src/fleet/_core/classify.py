@@ -71,7 +71,7 @@ def _classify_hook(event: HookEvent, acc: Accumulator) -> Move | None:
     if hook in ACTIVITY_HOOKS:
         return ("activity", "active")
     if hook == "SessionStart":
-        return ("activity", "active") if event.get("source") == "compact" else ("start", "session")
+        return ("activity", "active") if event.text("source") == "compact" else ("start", "session")
     if hook == "Stop":
         return _turn_over(acc)
     if hook == "PermissionRequest":
@@ -79,7 +79,7 @@ def _classify_hook(event: HookEvent, acc: Accumulator) -> Move | None:
         question = event.text("tool_name") == "AskUserQuestion"
         return ("block", "question" if question else "permission")
     if hook == "Notification":
-        kind = event.get("notification_type")
+        kind = event.text("notification_type")
         if kind in ("permission_prompt", "agent_needs_input"):
             # agent_needs_input (2.1.332): auto mode cannot check an action and waits for a
             # person to choose; the only hook of that screen, and it comes seconds late.
@@ -167,6 +167,6 @@ def _waiting_reason(waiting_for: str | None) -> str:
 def _knows_hook(event: HookEvent) -> bool:
     hook = event.hook
     if hook == "Notification":
-        return event.get("notification_type") in KNOWN_NOTIFICATIONS
+        return event.text("notification_type") in KNOWN_NOTIFICATIONS
     return (hook in ACTIVITY_HOOKS or hook in _STATE_HOOKS or hook in IGNORED_HOOKS
             or hook in _QUIET_HOOKS)

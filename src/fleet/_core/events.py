@@ -15,6 +15,7 @@ raw data kept.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
@@ -22,6 +23,17 @@ import attrs
 import cattrs
 import orjson
 
+from fleet._core.fields import (
+    INT_MAX,
+    INT_MIN,
+    int_field,
+    is_count,
+    is_int,
+    is_pid,
+    is_str,
+    is_ts,
+    str_field,
+)
 from fleet._errors import one_line
 
 SCHEMA_VERSION: Final = 1
@@ -74,11 +86,53 @@ class HookEvent:
         return self.hook
 
     def get(self, key: str) -> JSON:
+        """The raw value of ``key``, of whatever type the line held (for display; the fold
+        reads every field through :meth:`text` and :meth:`whole`)."""
         return self.data.get(key)
 
     def text(self, key: str) -> str | None:
-        value = self.data.get(key)
-        return value if isinstance(value, str) else None
+        """The field when it is a string, else None."""
+        return str_field(self.data, key)
+
+    def whole(self, key: str, low: int = INT_MIN, high: int = INT_MAX) -> int | None:
+        """The field when it is a whole number in ``[low, high]``, else None."""
+        return int_field(self.data, key, low, high)
+
+
+#: The hook fields the fold reads, and what each must be to be used. A field of another type
+#: is ignored and its line counted (``malformed``); a test checks that this lists every field
+#: the fold and the classifier read, and nothing else.
+HOOK_READS: Final[Mapping[str, Any]] = {
+    "session_id": is_str,
+    "permission_mode": is_str,
+    "notification_type": is_str,
+    "tool_name": is_str,
+    "error": is_str,
+    "source": is_str,
+    "origin": is_str,
+    "message": is_str,
+    "last_assistant_message": is_str,
+    "to_model": is_str,
+    "background_tasks": is_count,
+    "agent_pid": is_pid,
+    "agent_start": is_int,
+}
+_HOOK_READ_KEYS: Final = frozenset(HOOK_READS)
+
+
+def misfits(data: Mapping[str, JSON]) -> bool:
+    """Whether a hook line holds a field the fold reads with a value it cannot use (JSON null
+    is the field's absence). ``data`` may still hold the envelope."""
+    for key in data.keys() & _HOOK_READ_KEYS:
+        value = data[key]
+        if value is not None and not HOOK_READS[key](value):
+            return True
+    return False
+
+
+def _pid(_: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not is_pid(value):
+        raise ValueError(f"{attribute.name}: not a process id: {value}")
 
 
 @attrs.frozen(kw_only=True)
@@ -117,7 +171,7 @@ class Started:
 
     ts: float
     src: str = "fleet"
-    pid: int
+    pid: int = attrs.field(validator=_pid)
     start_time: int | None = None
     attempt: int = 1
 
@@ -169,7 +223,7 @@ class Vanished:
 
     ts: float
     src: str = "fleet"
-    pid: int | None = None
+    pid: int | None = attrs.field(default=None, validator=_pid)
 
 
 @attrs.frozen(kw_only=True)
@@ -312,9 +366,58 @@ def _structure_int(value: Any, _: Any) -> int:
     raise ValueError(f"not a whole number fleet can keep: {str(value)[:40]}")
 
 
+def _structure_str(value: Any, _: Any) -> str:
+    # cattrs would take str(value) of anything: an object would become its repr.
+    if type(value) is str:
+        return value
+    raise ValueError(f"not a string: {_short(value)[:40]}")
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    # Every float of an event is a time: one a clock can show, or the line is unreadable.
+    if is_ts(value):
+        return float(value)
+    raise ValueError(f"not a time fleet can keep: {_short(value)[:40]}")
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if type(value) is bool:
+        return value
+    raise ValueError(f"not true or false: {_short(value)[:40]}")
+
+
+def _structure_strings(value: Any, _: Any) -> tuple[str, ...]:
+    # A string is iterable too: cattrs would keep its characters.
+    if type(value) is not list:
+        raise ValueError("not a list")
+    return tuple(_structure_str(item, str) for item in value)
+
+
+def _structure_criteria(value: Any, _: Any) -> tuple[dict[str, str], ...]:
+    if type(value) is not list:
+        raise ValueError("not a list")
+    return tuple(converter.structure(item, dict[str, str]) for item in value)
+
+
+def _structure_mapping(value: Any, cls: Any) -> Any:
+    if type(value) is not dict:
+        raise ValueError("not an object")
+    return _dict_converter.structure(value, cls)
+
+
 converter.register_structure_hook(int, _structure_int)
-# bool is an int subclass: it keeps cattrs' own hook, bool(value).
-converter.register_structure_hook(bool, lambda value, _: bool(value))
+converter.register_structure_hook(str, _structure_str)
+converter.register_structure_hook(float, _structure_float)
+converter.register_structure_hook(bool, _structure_bool)
+
+#: The mappings' own structuring, behind the check that the value is an object at all.
+_dict_converter = converter.copy()
+converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _structure_strings)
+converter.register_structure_hook_func(
+    lambda t: t == tuple[dict[str, str], ...], _structure_criteria
+)
+_MAPPINGS: Final = (dict[str, str], dict[str, int], dict[str, Any])
+converter.register_structure_hook_func(lambda t: t in _MAPPINGS, _structure_mapping)
 
 
 def event_type(event: Event) -> str:
@@ -346,7 +449,7 @@ def _decode(obj: Any, line: str) -> Event:
     raw_ts: Any = obj.get("ts")
     src, kind, version = obj.get("src"), obj.get("type"), obj.get("v")
     if (
-        type(raw_ts) not in _NUMBER
+        not is_ts(raw_ts)
         or type(src) is not str
         or type(kind) is not str
         or type(version) is not int
@@ -368,11 +471,18 @@ def _decode(obj: Any, line: str) -> Event:
     try:
         return converter.structure(fields, cls)
     except Exception as exc:  # cattrs raises several types; any of them means "unreadable"
-        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=one_line(exc, limit=300))
+        return Unreadable(ts=ts, src=src, line=line or _short(obj), error=_why(exc))
 
 
-_NUMBER: Final = (float, int)
 _HOOK_FIELD_SET: Final = frozenset(HOOK_FIELDS)
+
+
+def _why(exc: Exception) -> str:
+    """One line naming each field that did not fit (cattrs groups them)."""
+    if isinstance(exc, cattrs.ClassValidationError):
+        with contextlib.suppress(Exception):
+            return " ".join("; ".join(cattrs.transform_error(exc)).split())[:300]
+    return one_line(exc, limit=300)
 _new = object.__new__
 _set = object.__setattr__
 

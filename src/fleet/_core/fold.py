@@ -67,7 +67,9 @@ from fleet._core.events import (
     decode_line,
     decode_loaded,
     event_type,
+    misfits,
 )
+from fleet._core.fields import COUNT_MAX, PID_MAX, int_field, str_field, ts_field
 from fleet._core.ids import format_mark
 from fleet._core.limits import find_reset, is_limit_error
 from fleet._core.machine import ATTENTION_STATES, State, move
@@ -115,6 +117,9 @@ class WorkerState:
     #: events (or hook names, notification kinds, statuses) this version does not know: kept
     #: in the journal, counted, folded as nothing
     unknown: int = 0
+    #: hook lines with a field the fold reads holding a value it cannot use (an object where
+    #: a string belongs, say): the field is ignored, the line kept and counted
+    malformed: int = 0
     message: str | None = None
     envelope: Envelope | None = None
     permission_tool: str | None = None
@@ -339,7 +344,7 @@ def _record_hook(event: HookEvent, acc: Accumulator) -> None:
     if hook == "Stop":
         _record_stop(event, acc)
     elif hook == "StopFailure" or (hook == "SessionEnd" and event.text("error")):
-        acc.message = _cut(event.get("last_assistant_message"))
+        acc.message = _cut(event.text("last_assistant_message"))
         acc.envelope = None
         acc.error = event.text("error")
         if acc.error and is_limit_error(acc.error):
@@ -351,22 +356,21 @@ def _record_hook(event: HookEvent, acc: Accumulator) -> None:
     elif hook in _NEW_TURN_HOOKS:
         # A prompt Claude Code injected itself (a background task finished) continues the
         # task; any other prompt is new work, and the last claim no longer answers it.
-        acc.auto_turn = event.get("origin") == "task-notification"
+        acc.auto_turn = event.text("origin") == "task-notification"
         if not acc.auto_turn:
             acc.pending = acc.pending_message = None
     elif hook == "PermissionRequest":
         acc.permission_tool = event.text("tool_name")
     elif hook == "Notification":
-        acc.notification = _cut(event.get("message"), 500)
+        acc.notification = _cut(event.text("message"), 500)
     elif hook == "SessionStart":
         acc.live = True
-        if event.get("source") != "compact":
+        if event.text("source") != "compact":
             # A new process or conversation: background tasks of an earlier one are gone.
             acc.background, acc.auto_turn = 0, False
-        pid = event.get("agent_pid")
-        if type(pid) is int and pid > 1:
-            start = event.get("agent_start")
-            acc.pid, acc.start_time = pid, start if type(start) is int else None
+        pid = event.whole("agent_pid", 2, PID_MAX)
+        if pid is not None:
+            acc.pid, acc.start_time = pid, event.whole("agent_start")
     elif hook == "SessionEnd":
         acc.live = False
     elif hook == "PostModelSwitch":
@@ -380,10 +384,9 @@ def _record_stop(event: HookEvent, acc: Accumulator) -> None:
     envelope is kept as ``pending`` until a new task begins: when all the work has finished,
     the state is that envelope, even if an automatic turn after it (answering a background
     task's notification) wrote none."""
-    message = _cut(event.get("last_assistant_message"))
+    message = _cut(event.text("last_assistant_message"))
     acc.message, acc.envelope = message, find_envelope(message)
-    running = event.get("background_tasks")
-    acc.background = running if type(running) is int and running > 0 else 0
+    acc.background = event.whole("background_tasks", 0, COUNT_MAX) or 0
     if acc.envelope is not None:
         acc.pending, acc.pending_message = acc.envelope, message
     elif acc.auto_turn and acc.pending is not None:
@@ -425,6 +428,8 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     """Apply one journal event (the ``seq``-th line) to the accumulator, in place; returns it."""
     acc.events += 1
     acc.last_seq = seq
+    if type(event) is HookEvent and misfits(event.data):
+        acc.malformed += 1
     if (
         type(event) is HookEvent
         and acc.state == "working"
@@ -511,19 +516,18 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
             seq += 1
             continue
         if acc.state == "working" and acc.last_event is not None and type(obj) is dict:
-            kind, src = obj.get("type"), obj.get("src")
-            raw_ts: Any = obj.get("ts")
+            kind, src = str_field(obj, "type"), str_field(obj, "src")
+            ts = ts_field(obj, "ts")
             if (
-                type(kind) is str
-                and kind in _PLAIN_ACTIVITY
-                and type(src) is str
+                kind in _PLAIN_ACTIVITY
                 and src in HOOK_SOURCES
-                and type(raw_ts) in _NUMBER
-                and type(obj.get("v")) is int
+                and ts is not None
+                and int_field(obj, "v") is not None
             ):
-                ts = float(raw_ts)
                 acc.events += 1
                 acc.last_seq = seq
+                if misfits(obj):
+                    acc.malformed += 1
                 acc.last_event, acc.last_event_ts = kind, ts
                 _touch(acc, ts)
                 _note_session(acc, obj)
@@ -534,15 +538,12 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
     return acc
 
 
-_NUMBER: Final = (float, int)
-
-
 def _note_session(acc: Accumulator, data: Mapping[str, Any]) -> None:
-    session = data.get("session_id")
-    if session and type(session) is str:
+    session = str_field(data, "session_id")
+    if session:
         acc.session_id = session
-    mode = data.get("permission_mode")
-    if mode and type(mode) is str:
+    mode = str_field(data, "permission_mode")
+    if mode:
         acc.permission_mode = mode
 
 

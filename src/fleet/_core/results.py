@@ -11,6 +11,15 @@ import attrs
 import orjson
 
 from fleet._core.accumulator import find_envelope
+from fleet._core.fields import (
+    INT_MAX,
+    bool_field,
+    dict_field,
+    int_field,
+    list_field,
+    number_field,
+    str_field,
+)
 from fleet._core.limits import find_reset
 
 #: Kept from a result: the head, and the tail where the DONE/BLOCKED envelope lives.
@@ -112,14 +121,15 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def _int_usage(usage: object) -> dict[str, int]:
-    if not isinstance(usage, dict):
-        return {}
-    return {
-        str(k): int(v)
-        for k, v in usage.items()
-        if isinstance(v, int | float) and not isinstance(v, bool)
-    }
+def _int_usage(usage: dict[str, Any] | None) -> dict[str, int]:
+    """The whole-number counts of a usage object (nested objects, strings and numbers no
+    journal can hold are left out)."""
+    out: dict[str, int] = {}
+    for key in usage or {}:
+        count = number_field(usage or {}, key)
+        if count is not None and count.is_integer() and 0 <= count <= INT_MAX:
+            out[key] = int(count)
+    return out
 
 
 _STATUS_RE: Final = re.compile(
@@ -164,7 +174,7 @@ def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) ->
     background and answers each one's completion in an automatic turn with a result of its own
     (``origin.kind`` ``task-notification``): a worker's DONE/BLOCKED claim made in the main turn
     is then in an earlier result, kept as ``claim``."""
-    objects = [o for o in _json_objects(stdout) if o.get("type", "result") == "result"]
+    objects = [o for o in _json_objects(stdout) if str_field(o, "type") in ("result", None)]
     result_obj = objects[-1] if objects else None
     if result_obj is None:
         text = (stderr.strip() or stdout.strip())[-2000:]
@@ -178,30 +188,26 @@ def parse_claude(stdout: str, stderr: str, exit_code: int | None, now: float) ->
             result=cut_result(text) or None,
             reset_at=find_reset(text, now) if kind == "limit" else None,
         )
-    is_error = result_obj.get("is_error") is True
-    status_raw = result_obj.get("api_error_status")
-    status = (
-        status_raw if isinstance(status_raw, int) and not isinstance(status_raw, bool) else None
-    )
-    result = result_obj.get("result")
-    result_text = result if isinstance(result, str) else None
+    is_error = bool_field(result_obj, "is_error") is True
+    status = int_field(result_obj, "api_error_status", 100, 599)
+    result_text = str_field(result_obj, "result")
     if is_error and status is None:
         status = find_status(result_text or "")
-    errors = result_obj.get("errors")
-    detail = " ".join(str(e) for e in errors) if isinstance(errors, list) else ""
+    errors = list_field(result_obj, "errors")
+    detail = " ".join(e for e in errors if isinstance(e, str)) if errors else ""
     text = " ".join(filter(None, [result_text, detail, stderr.strip()[-1000:] if is_error else ""]))
     kind = classify(exit_code=exit_code, is_error=is_error, status=status, text=text)
-    if kind not in ("ok", "auth") and result_obj.get("api_error") in _LIMIT_API_ERRORS:
+    if kind not in ("ok", "auth") and str_field(result_obj, "api_error") in _LIMIT_API_ERRORS:
         kind = "limit"
-    session = result_obj.get("session_id")
+    session = str_field(result_obj, "session_id")
     return Outcome(
         kind=kind,
         exit_code=exit_code,
         is_error=is_error or exit_code != 0,
         api_error_status=status,
         result=cut_result(result_text),
-        usage=_int_usage(result_obj.get("usage")),
-        session_id=session if isinstance(session, str) else None,
+        usage=_int_usage(dict_field(result_obj, "usage")),
+        session_id=session,
         reset_at=find_reset(text, now) if kind == "limit" else None,
         claim=cut_result(_claim(objects)),
         denials=denials_of(objects),
@@ -218,21 +224,18 @@ def denials_of(results: list[dict[str, Any]]) -> tuple[str, ...]:
     per call the permission policy refused, in order, at most 20."""
     out: dict[str, None] = {}
     for obj in results:
-        listed = obj.get("permission_denials")
-        if not isinstance(listed, list):
-            continue
-        for denial in listed:
-            if not isinstance(denial, dict) or not isinstance(denial.get("tool_name"), str):
-                continue
-            out[_denial_text(denial["tool_name"], denial.get("tool_input"))] = None
+        for denial in list_field(obj, "permission_denials") or ():
+            tool = str_field(denial, "tool_name") if type(denial) is dict else None
+            if tool is not None:
+                out[_denial_text(tool, dict_field(denial, "tool_input"))] = None
     return tuple(out)[:_DENIALS_KEPT]
 
 
-def _denial_text(tool: str, tool_input: object) -> str:
-    if isinstance(tool_input, dict):
+def _denial_text(tool: str, tool_input: dict[str, Any] | None) -> str:
+    if tool_input is not None:
         for key in _DENIAL_SUBJECTS:
-            value = tool_input.get(key)
-            if isinstance(value, str) and value.strip():
+            value = str_field(tool_input, key)
+            if value is not None and value.strip():
                 subject = " ".join(value.split())
                 if len(subject) > 80:
                     subject = subject[:79] + "…"
@@ -244,11 +247,11 @@ def _claim(results: list[dict[str, Any]]) -> str | None:
     """The last result carrying an envelope, when it is not the last one and every result
     after it answered a task notification (a turn the worker did not choose to take)."""
     for i in range(len(results) - 1, -1, -1):
-        text = results[i].get("result")
-        if isinstance(text, str) and find_envelope(text) is not None:
+        text = str_field(results[i], "result")
+        if text is not None and find_envelope(text) is not None:
             return text if i < len(results) - 1 else None
-        origin = results[i].get("origin")
-        if not (isinstance(origin, dict) and origin.get("kind") == "task-notification"):
+        origin = dict_field(results[i], "origin")
+        if origin is None or str_field(origin, "kind") != "task-notification":
             return None
     return None
 
@@ -261,23 +264,24 @@ def parse_codex(stdout: str, stderr: str, exit_code: int | None, now: float) -> 
     usage: dict[str, int] = {}
     errors: list[str] = []
     for obj in _json_objects(stdout):
-        kind = obj.get("type")
-        if kind == "thread.started" and isinstance(obj.get("thread_id"), str):
-            session = obj["thread_id"]
+        kind = str_field(obj, "type")
+        if kind == "thread.started" and str_field(obj, "thread_id") is not None:
+            session = str_field(obj, "thread_id")
         elif kind == "item.completed":
-            item = obj.get("item")
-            if isinstance(item, dict) and item.get("type") in _MESSAGE_ITEMS:
-                text = item.get("text")
-                if isinstance(text, str):
+            item = dict_field(obj, "item")
+            if item is not None and str_field(item, "type") in _MESSAGE_ITEMS:
+                text = str_field(item, "text")
+                if text is not None:
                     message = text
         elif kind == "turn.completed":
-            for k, v in _int_usage(obj.get("usage")).items():
-                usage[k] = usage.get(k, 0) + v
+            for k, v in _int_usage(dict_field(obj, "usage")).items():
+                usage[k] = min(usage.setdefault(k, 0) + v, INT_MAX)
         elif kind == "turn.failed":
-            err = obj.get("error")
-            errors.append(str(err.get("message")) if isinstance(err, dict) else str(err))
+            err = dict_field(obj, "error")
+            said = str_field(err, "message") if err is not None else str_field(obj, "error")
+            errors.append(said or "turn failed")
         elif kind == "error":
-            errors.append(str(obj.get("message")))
+            errors.append(str_field(obj, "message") or "error")
     is_error = bool(errors) or exit_code != 0
     text = " ".join(errors) if errors else ""
     if is_error and not text:
