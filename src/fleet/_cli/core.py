@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from fleet._core.attention import mode_text, reason_text
 from fleet._core.events import Event, encode_obj, event_type
 from fleet._core.fold import WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import Refused, SettingsError
+from fleet._errors import SettingsError
 from fleet._fleet import Fleet
 
 #: The names fleet.adapters.ADAPTERS knows (a test keeps them in step), spelled out so that
@@ -63,7 +62,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--task", metavar="TEXT", help="a short description of its task")
     p.add_argument("--any-dir", action="store_true",
                    help="register a directory that is not the top of a git worktree (every "
-                   "session under it then reaches this worker; check and retire need git)")
+                   "session under it then reaches this worker; check and retire need git); "
+                   "never the filesystem root, the home directory or a directory holding "
+                   "other workers' worktrees")
     add_json(p)
     add_examples(
         p,
@@ -161,13 +162,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def cmd_register(args: argparse.Namespace) -> int:
     validate_worker_id(args.worker)
-    if not os.path.isdir(args.worktree):
-        # No session would ever run there, so its hook events would never reach this worker.
-        raise SettingsError(f"worktree {args.worktree} is not a directory; nothing registered")
-    if not args.any_dir:
-        _require_worktree_top(args.worktree)
     with open_fleet(args) as fleet:
-        _require_unowned(fleet.home, args.worktree, args.worker)
         state = fleet.register(
             args.worker,
             worktree=args.worktree,
@@ -178,40 +173,14 @@ def cmd_register(args: argparse.Namespace) -> int:
             branch=args.branch,
             base=args.base,
             task=args.task,
+            require_top=not args.any_dir,
+            exclusive=True,
         )
     if args.json:
         print_json(state_json(state))
     else:
         print(f"registered {state.worker} at {state.worktree} ({state.mark})")
     return Exit.OK
-
-
-def _require_unowned(home: Path, path: str, worker: str) -> None:
-    """Refuse a worktree whose sessions already reach another worker: its hook events would
-    go to whichever registered last."""
-    from fleet._journal import worktree_owners
-
-    owner = worktree_owners(home).get(os.path.realpath(path))
-    if owner and owner != worker:
-        raise Refused(f"{path} is registered to worker {owner}: forget it first (`fleet "
-                      f"forget {owner}`) or register another worktree; nothing registered")
-
-
-def _require_worktree_top(path: str) -> None:
-    """Refuse a directory that is not the top of a git worktree: every session under it would
-    reach the worker (registering /tmp would take them all), and check and retire need git."""
-    from fleet._git import Git, GitError
-
-    try:
-        top = Git().run(path, "rev-parse", "--show-toplevel").stdout.strip()
-    except GitError:
-        top = ""
-    if not top or os.path.realpath(top) != os.path.realpath(path):
-        where = f" (it is inside the worktree {top})" if top else ""
-        raise SettingsError(
-            f"{path} is not the top directory of a git worktree{where}: register the "
-            "worktree the worker's sessions run in (or pass --any-dir); nothing registered"
-        )
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
