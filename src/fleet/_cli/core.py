@@ -79,13 +79,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "anything: each one's directory (journal, launch record, logs) moves to "
         "FLEET_HOME/forgotten/, and sessions in its worktree no longer reach any worker. The "
         "worktree, its branch and its commits are left as they are (`fleet retire` is what "
-        "deletes work, with its guards). Refused while the worker's agent still runs.",
+        "deletes work, with its guards). Refused while the worker's agent still runs or was "
+        "heard of within the quiet bound; hook events that still come for a forgotten worker "
+        "go to its archive (`fleet doctor` says so).",
     )
     p.add_argument("workers", nargs="*", metavar="WORKER")
     p.add_argument("--all-gone", action="store_true",
                    help="every worker whose state is gone (its agent ended with no DONE claim)")
     p.add_argument("--force", action="store_true",
-                   help="forget a worker even while its agent still runs")
+                   help="forget a worker even while its agent still runs, or while its "
+                   "journal moved within the quiet bound")
+    p.add_argument("--quiet-after", type=seconds, default=300.0, metavar="S",
+                   help="how long since its agent was last heard of before a worker that is "
+                   "not gone may be forgotten (default 300, as for `fleet status`)")
     add_json(p)
     add_examples(
         p,
@@ -195,7 +201,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         else:
             states = [fleet.state(worker) for worker in args.workers]
         for state in states:
-            gone = forget(fleet.home, state, force=args.force)
+            gone = forget(fleet.home, state, force=args.force, quiet_after=args.quiet_after)
             done.append(gone)
             if not args.json:
                 print(f"forgot {gone.worker}; its journal is kept at {gone.kept_at}")
