@@ -181,10 +181,11 @@ def parse_verdicts(text: str, criteria: Sequence[str]) -> list[CriterionVerdict]
 @attrs.frozen(kw_only=True)
 class Review:
     """A review's verdicts, and what it changed (one line each: nothing, for a review that
-    left everything as it was) and could not be taken back."""
+    left everything as it was), where what was taken back is kept, and what could not be."""
 
     verdicts: tuple[CriterionVerdict, ...]
     changed: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
     left: tuple[str, ...] = ()
 
 
@@ -242,22 +243,28 @@ def run_review(
         finally:
             after = _review_guard.take(git, worktree, roots)
             changes = _review_guard.compare(before, after)
-            left = _review_guard.undo(git, worktree, before, changes) if changes else []
+            undone = _review_guard.Undone()
+            if changes:
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                undone = _review_guard.undo(
+                    git, worktree, before, changes,
+                    keep=fleet_home / "review-leftovers" / f"{state.worker}.{stamp}",
+                    keep_ref=f"refs/fleet/review-leftovers/{state.worker}/{stamp}")
             (root / "input").chmod(0o700)  # so that the scratch can be removed
         changed = tuple(c.describe() for c in changes)
     if proc is None or proc.returncode is None:
         failure = "could not start" if proc is None else f"ran past {reviewer.timeout:g}s"
         if not changed:
             raise ToolError(f"the blind reviewer {failure}")
-        return _unjudged(criteria, f"the reviewer {failure}", changed, left)
+        return _unjudged(criteria, f"the reviewer {failure}", changed, undone)
     outcome = parse_claude(proc.stdout, proc.stderr, proc.returncode, time.time())
     if outcome.kind != "ok":
         said = " ".join((outcome.result or "no output").split())[:200]
         if not changed:
             raise ToolError(f"the blind reviewer failed ({outcome.kind}): {said}")
-        return _unjudged(criteria, f"the reviewer failed ({outcome.kind})", changed, left)
+        return _unjudged(criteria, f"the reviewer failed ({outcome.kind})", changed, undone)
     return Review(verdicts=tuple(parse_verdicts(outcome.result or "", criteria)),
-                  changed=changed, left=tuple(left))
+                  changed=changed, kept=undone.kept, left=undone.left)
 
 
 @attrs.frozen(kw_only=True)
@@ -284,10 +291,10 @@ def _run(argv: Sequence[str], prompt: str, *, cwd: str, env: Mapping[str, str],
 
 
 def _unjudged(criteria: Sequence[str], why: str, changed: tuple[str, ...],
-              left: Sequence[str]) -> Review:
+              undone: _review_guard.Undone) -> Review:
     verdicts = tuple(CriterionVerdict(number=n, criterion=c, passed=None, reason=why)
                      for n, c in enumerate(criteria, 1))
-    return Review(verdicts=verdicts, changed=changed, left=tuple(left))
+    return Review(verdicts=verdicts, changed=changed, kept=undone.kept, left=undone.left)
 
 
 def _seed_config(config: Path) -> None:
@@ -301,14 +308,16 @@ def _seed_config(config: Path) -> None:
 
 
 def findings_of(verdicts: Sequence[CriterionVerdict], *, changed: Sequence[str] = (),
-                left: Sequence[str] = ()) -> tuple[str, ...]:
-    """What failed: what the reviewer changed (taken back, or said where it could not be),
-    then one line per criterion the reviewer failed or did not judge."""
+                kept: Sequence[str] = (), left: Sequence[str] = ()) -> tuple[str, ...]:
+    """What failed: what the reviewer changed (taken back and where it is kept, or what could
+    not be), then one line per criterion the reviewer failed or did not judge."""
     out: list[str] = []
     if changed:
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more"
                                            if len(changed) > 10 else "")
-        undone = "; could not undo: " + "; ".join(left[:3]) if left else " (undone)"
+        undone = " (undone" + (f"; kept at {', '.join(kept[:3])}" if kept else "") + ")"
+        if left:
+            undone = "; could not undo: " + "; ".join(left[:3])
         out.append(f"blind review: a read-only review made changes: {shown}{undone}")
     out.extend(
         f"blind review, criterion {v.number} ({v.criterion[:80]}): {v.reason or 'failed'}"

@@ -126,7 +126,8 @@ def check_worker(
         review = run_review(state, criteria, reviewer, base=result.base, fleet_home=fleet.home,
                             git=git)
         verdicts = review.verdicts
-        findings = findings_of(verdicts, changed=review.changed, left=review.left)
+        findings = findings_of(verdicts, changed=review.changed, kept=review.kept,
+                               left=review.left)
         result = attrs.evolve(result, reviewer=reviewer.name, criteria=verdicts,
                               findings=findings, verdict="failed" if findings else "checked")
     if journal:

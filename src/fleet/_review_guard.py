@@ -226,15 +226,31 @@ def outside_roots(worktree: Path, *, fleet_home: Path, user_home: str | None,
     return unique
 
 
-def undo(git: Git, worktree: Path, before: Snapshot, changes: Sequence[Change]
-         ) -> list[str]:
-    """Take back what the review changed: new files and directories removed, HEAD, the refs,
-    the index and the tracked files restored from git. Returns what could not be undone, one
-    line each (a file that existed before and changed outside git's reach)."""
+@attrs.frozen(kw_only=True)
+class Undone:
+    """What :func:`undo` did: where it kept what it took away (nothing is deleted: a file may
+    have been written by someone else in the meantime), and what it could not undo."""
+
+    kept: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+
+
+def undo(git: Git, worktree: Path, before: Snapshot, changes: Sequence[Change], *,
+         keep: Path, keep_ref: str) -> Undone:
+    """Take back what the review changed: the worktree's state first saved under ``keep_ref``
+    (what it held, the new files too), new files moved into ``keep``, then HEAD, the refs, the
+    index and the tracked files restored from git."""
     left: list[str] = []
+    kept: list[str] = []
     roots = {root.label: root for root in before.roots}
     git_changed = [c for c in changes if c.where == "git"]
-    tracked_changed = False
+    tracked_changed = any(c.where == "worktree" and c.what != "added" for c in changes)
+    if git_changed or any(c.where == "worktree" for c in changes):
+        try:
+            git.snapshot(worktree, keep_ref, "fleet: what a blind review left in the worktree")
+            kept.append(keep_ref)
+        except GitError as exc:
+            left.append(f"could not save the worktree under {keep_ref}: {exc}")
     for change in changes:
         if change.where == "git":
             continue
@@ -243,11 +259,14 @@ def undo(git: Git, worktree: Path, before: Snapshot, changes: Sequence[Change]
             continue
         full = os.path.join(root.path, change.path)
         if change.what == "added":
-            if not _remove(full):
-                left.append(f"could not remove {full}")
-        elif change.where == "worktree":
-            tracked_changed = True  # git puts tracked files back; others are reported below
-        else:
+            if root.label.startswith("the review's"):
+                continue  # the scratch is removed with everything in it
+            where = keep / root.label.replace(" ", "-") / change.path
+            if _move(full, where):
+                kept.append(str(where))
+            else:
+                left.append(f"could not move {full} away")
+        elif change.where != "worktree":
             left.append(f"{change.what} {full} (it existed before the review)")
     if git_changed or tracked_changed:
         left.extend(_restore_git(git, worktree, before, git_changed))
@@ -256,7 +275,7 @@ def undo(git: Git, worktree: Path, before: Snapshot, changes: Sequence[Change]
             if change.what != "added" and not _same_content(change, before, after):
                 left.append(f"{change.what} {os.path.join(str(worktree), change.path)} "
                             "(not in git: cannot be restored)")
-    return left
+    return Undone(kept=tuple(dict.fromkeys(kept)), left=tuple(left))
 
 
 def _same_content(change: Change, before: Snapshot, after: Mapping[str, Signature]) -> bool:
@@ -296,18 +315,17 @@ def _restore_git(git: Git, worktree: Path, before: Snapshot, changed: Sequence[C
     return left
 
 
-def _remove(path: str) -> bool:
+def _move(path: str, target: Path) -> bool:
+    """Move ``path`` to ``target`` (its parents made); True when nothing is left at ``path``."""
     try:
-        st = os.lstat(path)
+        os.lstat(path)
     except FileNotFoundError:
         return True
     except OSError:
         return False
     try:
-        if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.move(path, target)
     except OSError:
         return False
     return True

@@ -106,7 +106,7 @@ def test_a_reviewer_that_writes_fails_the_check_and_everything_is_undone(
     with Fleet(home) as fleet:
         wt = finished_worker(fleet, repo, "w1")
         head = git(wt, "rev-parse", "HEAD")
-        refs = git(wt, "for-each-ref")
+        refs = git(wt, "for-each-ref", "refs/heads", "refs/remotes", "refs/tags")
         reviewer = _reviewer(tmp_path, (
             "pathlib.Path('feature.txt').write_text('overwritten')\n"  # a committed file
             "pathlib.Path('stray.txt').write_text('new')\n"
@@ -122,16 +122,25 @@ def test_a_reviewer_that_writes_fails_the_check_and_everything_is_undone(
     (changed, *rest) = result.findings
     assert rest == []  # criterion 1 passed: only the change fails it
     assert changed.startswith("blind review: a read-only review made changes: ")
-    assert "(undone)" in changed
+    assert "(undone; kept at refs/fleet/review-leftovers/w1/" in changed
     for what in ("worktree:feature.txt", "worktree:stray.txt", "outside.txt", "home:x",
                  "ref refs/heads/reviewer-branch", "HEAD"):
         assert what in changed, what
     assert state.findings == result.findings
     # Nothing it wrote is left; the worktree is as it was, and clean.
-    assert git(wt, "rev-parse", "HEAD") == head and git(wt, "for-each-ref") == refs
+    assert git(wt, "rev-parse", "HEAD") == head
+    assert git(wt, "for-each-ref", "refs/heads", "refs/remotes", "refs/tags") == refs
     assert git(wt, "status", "--porcelain", "--untracked-files=all") == ""
     assert (wt / "feature.txt").read_text() == "work\n"
     assert not (wt.parent / "outside.txt").exists() and not (user_home / "x").exists()
+    # Nothing is deleted, though: what it wrote is kept aside, out of the way.
+    (ref,) = git(wt, "for-each-ref", "--format=%(refname)", "refs/fleet/review-leftovers/"
+                 ).split()
+    assert git(wt, "show", f"{ref}:feature.txt") == "overwritten"
+    assert git(wt, "show", f"{ref}:stray.txt") == "new"
+    (kept,) = (home / "review-leftovers").iterdir()
+    assert (kept / "beside-the-worktree" / "outside.txt").read_text() == "beside"
+    assert (kept / "home" / "x").read_text() == "home"
 
 
 def test_a_reviewer_that_reads_only_passes_and_gets_the_history_in_files(
@@ -165,6 +174,9 @@ def test_a_reviewer_that_reads_only_passes_and_gets_the_history_in_files(
 
 
 def test_the_findings_say_what_could_not_be_undone() -> None:
+    assert findings_of([], changed=("added home:x",), kept=("/k/home/x",)) == (
+        "blind review: a read-only review made changes: added home:x (undone; kept at "
+        "/k/home/x)",)
     assert findings_of([], changed=("added home:x",), left=("changed /h/.bashrc (it existed "
                                                             "before the review)",)) == (
         "blind review: a read-only review made changes: added home:x; could not undo: "
