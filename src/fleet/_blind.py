@@ -13,7 +13,8 @@ the work, into read-only files in the review's scratch directory, and the review
 Read, Grep and Glob (``--tools``: no other tool exists in its session, and no MCP server).
 And fleet does not take that on trust: the worktree, its git state and the directories around
 it are compared before and after the review (:mod:`fleet._review_guard`); any change fails
-the check, is reported, and is taken back.
+the check, is reported, and is taken back (what it left is kept aside, under
+``refs/fleet-review/<worker>/<time>`` and ``$FLEET_HOME/review-leftovers/``).
 """
 
 from __future__ import annotations
@@ -249,7 +250,7 @@ def run_review(
                 undone = _review_guard.undo(
                     git, worktree, before, changes,
                     keep=fleet_home / "review-leftovers" / f"{state.worker}.{stamp}",
-                    keep_ref=f"refs/fleet/review-leftovers/{state.worker}/{stamp}")
+                    keep_ref=f"refs/fleet-review/{state.worker}/{stamp}")
             (root / "input").chmod(0o700)  # so that the scratch can be removed
         changed = tuple(c.describe() for c in changes)
     if proc is None or proc.returncode is None:

@@ -13,9 +13,10 @@ left everything as it was. Before and after it, fleet takes a :class:`Snapshot` 
 - the directories fleet can see around it, one level deep: the worktree's parent, the home
   directory, fleet's home; and the scratch directory the review gets its input in.
 
-:func:`compare` (pure) lists what differs; :func:`undo` takes back what it can (a new file
-removed, a tracked file, the index, HEAD and the refs restored from git) and says what it
-could not.
+:func:`compare` (pure) lists what differs; :func:`undo` takes back what it can and deletes
+nothing: the worktree's state is first saved under a ref, a new file is moved aside, then the
+tracked files, the index, HEAD and the refs are restored from git; it says what it could not
+undo.
 """
 
 from __future__ import annotations

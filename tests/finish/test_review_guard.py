@@ -122,7 +122,7 @@ def test_a_reviewer_that_writes_fails_the_check_and_everything_is_undone(
     (changed, *rest) = result.findings
     assert rest == []  # criterion 1 passed: only the change fails it
     assert changed.startswith("blind review: a read-only review made changes: ")
-    assert "(undone; kept at refs/fleet/review-leftovers/w1/" in changed
+    assert "(undone; kept at refs/fleet-review/w1/" in changed
     for what in ("worktree:feature.txt", "worktree:stray.txt", "outside.txt", "home:x",
                  "ref refs/heads/reviewer-branch", "HEAD"):
         assert what in changed, what
@@ -134,7 +134,7 @@ def test_a_reviewer_that_writes_fails_the_check_and_everything_is_undone(
     assert (wt / "feature.txt").read_text() == "work\n"
     assert not (wt.parent / "outside.txt").exists() and not (user_home / "x").exists()
     # Nothing is deleted, though: what it wrote is kept aside, out of the way.
-    (ref,) = git(wt, "for-each-ref", "--format=%(refname)", "refs/fleet/review-leftovers/"
+    (ref,) = git(wt, "for-each-ref", "--format=%(refname)", "refs/fleet-review/"
                  ).split()
     assert git(wt, "show", f"{ref}:feature.txt") == "overwritten"
     assert git(wt, "show", f"{ref}:stray.txt") == "new"
