@@ -292,7 +292,17 @@ def _run(ctx: _Context, ts: float, env: "_Environ") -> None:
     elif ctx.event == "SessionEnd" and ctx.src == "claude" and "error" not in payload:
         payload = {**payload, **transcript_failure(payload.get("transcript_path"))}
     line = encode_line(ts, ctx.src, ctx.event, payload, detail=detail, agent=agent)
-    append_line(journal_path(ctx.home, worker), line)
+    path = journal_path(ctx.home, worker)
+    archive = None
+    if env.get("FLEET_WORKER") is not None and not _is_dir(path.rpartition("/")[0]):
+        # A worker named by FLEET_WORKER that was forgotten: its session goes on, and its
+        # events go to its archive, never to a fresh worker of that id.
+        archive = forgotten_archive(ctx.home, worker)
+        if archive is not None:
+            path = archive + "/journal.jsonl"
+    append_line(path, line)
+    if archive is not None:
+        return
     if agent is not None and ctx.src == "claude" and env.get("CLAUDE_CODE_ENTRYPOINT") != "sdk-cli":
         start_monitor(ctx.home, worker, agent, env, payload)
     if not complete:
@@ -514,6 +524,32 @@ def read_index(home: str) -> dict[str, str]:
             else:  # a forgotten worker's worktree: its sessions reach nobody
                 index.pop(path, None)
     return index
+
+
+def forgotten_archive(home: str, worker: str) -> str | None:
+    """The newest archive of ``worker`` in ``home/forgotten``: ``<worker>.<YYYYmmddTHHMMSSZ>``
+    with an optional ``.<n>`` (as ``fleet._forget`` names them), or None."""
+    try:
+        names = posix.listdir(home + "/forgotten")
+    except OSError:
+        return None
+    best: tuple[str, int, str] | None = None
+    prefix = worker + "."
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        stamp, _, n = name[len(prefix):].partition(".")
+        if not (len(stamp) == 16 and stamp[8] == "T" and stamp[15] == "Z"
+                and _digits(stamp[:8] + stamp[9:15]) and (n == "" or _digits(n))):
+            continue
+        key = (stamp, int(n or 1), name)
+        if best is None or key > best:
+            best = key
+    return f"{home}/forgotten/{best[2]}" if best is not None else None
+
+
+def _digits(text: str) -> bool:
+    return bool(text) and all(c in "0123456789" for c in text)
 
 
 def find_worker(index: dict[str, str], project: str) -> str | None:

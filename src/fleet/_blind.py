@@ -6,6 +6,15 @@ The reviewer is told the criteria, the branch and its base, nothing else; it ans
 per criterion (``CRITERION 2: FAIL: no test covers the empty input``), which
 :func:`parse_verdicts` reads. Its session's hooks write into a scratch fleet home: the review
 is not the worker, and nothing it does reaches the worker's journal.
+
+It cannot change anything. It has no shell: a git command takes flags that write
+(``git diff --output=FILE``), so fleet renders the history itself, the log and the diff of
+the work, into read-only files in the review's scratch directory, and the reviewer gets only
+Read, Grep and Glob (``--tools``: no other tool exists in its session, and no MCP server).
+And fleet does not take that on trust: the worktree, its git state and the directories around
+it are compared before and after the review (:mod:`fleet._review_guard`); any change fails
+the check, is reported, and is taken back (what it left is kept aside, under
+``refs/fleet-review/<worker>/<time>`` and ``$FLEET_HOME/review-leftovers/``).
 """
 
 from __future__ import annotations
@@ -21,18 +30,24 @@ from typing import Final
 
 import attrs
 
+from fleet import _review_guard
 from fleet._core.fold import WorkerState
 from fleet._core.results import parse_claude
 from fleet._errors import SettingsError, ToolError
 from fleet._files import read_prompt
+from fleet._git import Git, printable
+from fleet._home import resolve_home
 from fleet._keys import resolve_key
 from fleet.adapters._headless_run import LaunchRecord, build_run, default_key_var
 
-#: What a reviewer may do: read the worktree and its history, change nothing.
-READ_ONLY_TOOLS: Final = (
-    "Read", "Grep", "Glob",
-    "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)", "Bash(git status:*)",
-)
+#: What a reviewer may do: read files, change nothing. These are the only tools its session
+#: has (``--tools``), and the ones its rules allow.
+READ_ONLY_TOOLS: Final = ("Read", "Grep", "Glob")
+#: Denied as well, should a release bring one back despite ``--tools``.
+DENIED_TOOLS: Final = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch",
+                       "WebSearch", "Task", "Agent")
+#: How much of the log the prompt itself quotes (the whole log is in a file).
+_PROMPT_LOG_LINES: Final = 40
 DEFAULT_REVIEW_TIMEOUT: Final = 600.0
 _VERDICT: Final = re.compile(
     r"^\W*CRITERION\s+(?P<n>\d+)\s*[:.)-]\s*(?P<verdict>PASS|FAIL)\b\W*(?P<reason>.*)$",
@@ -89,19 +104,64 @@ def read_criteria(path: Path) -> list[str]:
     return criteria
 
 
-def review_prompt(criteria: Sequence[str], *, branch: str, base: str | None) -> str:
+def review_prompt(criteria: Sequence[str], *, branch: str, base: str | None,
+                  inputs: ReviewInput | None = None) -> str:
     listed = "\n".join(f"{i}. {c}" for i, c in enumerate(criteria, 1))
     since = f"since {base}" if base else "on this branch"
+    history = ""
+    if inputs is not None:
+        history = (
+            "\n\nYou have no shell. fleet wrote the history of the work for you, read-only:\n"
+            f"- {inputs.log}: the commits (git log --stat)\n"
+            f"- {inputs.diff}: the whole change (git diff {since.removeprefix('since ')}"
+            "..HEAD)\n"
+            f"Read them with the Read tool; read the worktree's files as you need.\n\n"
+            f"The commits:\n{inputs.summary}"
+        )
     return (
         "You are a blind reviewer. Another agent worked in this git worktree (branch "
         f"{branch}). Judge its work {since} against each criterion below, from the files and "
-        "the git history only (git diff, git log, git show; read files as you need). Change "
-        "nothing.\n\n"
+        "the history of the work only. Change nothing."
+        f"{history}\n\n"
         f"Criteria:\n{listed}\n\n"
         "End your answer with exactly one line per criterion, in order, in this form:\n"
         "CRITERION <number>: PASS: <one-sentence reason>\n"
         "CRITERION <number>: FAIL: <what is missing or wrong>\n"
     )
+
+
+@attrs.frozen(kw_only=True)
+class ReviewInput:
+    """What fleet rendered for the reviewer: the log and diff files, and the commits in one
+    line each for the prompt."""
+
+    log: Path
+    diff: Path
+    summary: str
+
+
+def render_input(git: Git, worktree: Path, base: str | None, folder: Path) -> ReviewInput:
+    """Write the log and the diff of ``base..HEAD`` (all of HEAD without a base) into
+    ``folder``, read-only: what the reviewer reads instead of running git."""
+    span = f"{base}..HEAD" if base else "HEAD"
+    plain = ("--no-color", "--no-ext-diff", "--no-textconv")
+    log = git.run(worktree, "log", *plain, "--stat", span, "--").stdout
+    summary = git.run(worktree, "log", "--no-color", "--format=%h %s", span, "--").stdout
+    if base:
+        diff = git.run(worktree, "diff", *plain, base, "HEAD", "--").stdout
+    else:
+        diff = git.run(worktree, "show", *plain, "--format=", "HEAD", "--").stdout
+    lines = summary.splitlines()
+    if len(lines) > _PROMPT_LOG_LINES:
+        lines = [*lines[:_PROMPT_LOG_LINES], f"... and {len(lines) - _PROMPT_LOG_LINES} more"]
+    folder.mkdir(mode=0o700, exist_ok=True)
+    out = ReviewInput(log=folder / "log.txt", diff=folder / "changes.diff",
+                      summary="\n".join(printable(line) for line in lines) or "(none)")
+    for path, text in ((out.log, log), (out.diff, diff)):
+        path.write_text(text, encoding="utf-8", errors="replace")
+        path.chmod(0o400)
+    folder.chmod(0o500)
+    return out
 
 
 def parse_verdicts(text: str, criteria: Sequence[str]) -> list[CriterionVerdict]:
@@ -119,6 +179,17 @@ def parse_verdicts(text: str, criteria: Sequence[str]) -> list[CriterionVerdict]
     return out
 
 
+@attrs.frozen(kw_only=True)
+class Review:
+    """A review's verdicts, and what it changed (one line each: nothing, for a review that
+    left everything as it was), where what was taken back is kept, and what could not be."""
+
+    verdicts: tuple[CriterionVerdict, ...]
+    changed: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+
+
 def run_review(
     state: WorkerState,
     criteria: Sequence[str],
@@ -126,23 +197,32 @@ def run_review(
     *,
     base: str | None,
     environ: Mapping[str, str] | None = None,
-) -> list[CriterionVerdict]:
+    fleet_home: Path | None = None,
+    git: Git | None = None,
+) -> Review:
     """Run the reviewer to its end in the worker's worktree and read its verdicts; ToolError
-    when the run itself failed (no verdict is made up)."""
+    when the run itself failed (no verdict is made up) and changed nothing. Whatever the
+    reviewer changed is taken back and reported in the :class:`Review`."""
     if not state.worktree:
         raise SettingsError(f"{state.worker} has no worktree to review")
     environ = dict(os.environ if environ is None else environ)
-    prompt = review_prompt(criteria, branch=state.branch or "?", base=base)
+    git = git or Git()
+    worktree = Path(state.worktree)
+    fleet_home = fleet_home or resolve_home(environ.get("FLEET_HOME"))
     with tempfile.TemporaryDirectory(prefix="fleet-review-") as scratch:
         root = Path(scratch)
+        inputs = render_input(git, worktree, base, root / "input")
+        prompt = review_prompt(criteria, branch=state.branch or "?", base=base, inputs=inputs)
         config = None
         if reviewer.endpoint is not None:
             config = root / "config"
             _seed_config(config)
+        (root / "home").mkdir(mode=0o700)
         record = LaunchRecord(
             worker=state.worker, tool="claude", worktree=state.worktree,
             branch=state.branch or "", profile=reviewer.profile, model=reviewer.model,
             permission_mode="dontAsk", allowed_tools=READ_ONLY_TOOLS,
+            disallowed_tools=DENIED_TOOLS, add_dirs=(str(root / "input"),),
             endpoint=reviewer.endpoint, key_from=reviewer.key_from,
             key_var=default_key_var("claude", reviewer.endpoint) if reviewer.endpoint else None,
             config_dir=str(config) if config else None, claude=reviewer.claude,
@@ -154,21 +234,68 @@ def run_review(
         if reviewer.key_from is not None:
             key = resolve_key(reviewer.key_from, environ=environ)
             env.update(dict.fromkeys(spec.key_vars, key))
+        # No tool but the read-only ones exists in its session, and no MCP server.
+        argv = [*spec.argv, f"--tools={','.join(READ_ONLY_TOOLS)}", "--strict-mcp-config"]
+        roots = _review_guard.outside_roots(worktree, fleet_home=fleet_home,
+                                            user_home=environ.get("HOME"), scratch=root)
+        before = _review_guard.take(git, worktree, roots)
         try:
-            proc = subprocess.run(
-                [*spec.argv, prompt], cwd=state.worktree, env=env, stdin=subprocess.DEVNULL,
-                capture_output=True, text=True, errors="replace", timeout=reviewer.timeout,
-                check=False,
-            )
-        except FileNotFoundError as exc:
-            raise ToolError(f"cannot start the reviewer: {exc.filename} not found") from None
-        except subprocess.TimeoutExpired:
-            raise ToolError(f"the blind reviewer ran past {reviewer.timeout:g}s") from None
+            proc = _run(argv, prompt, cwd=state.worktree, env=env, timeout=reviewer.timeout)
+        finally:
+            after = _review_guard.take(git, worktree, roots)
+            changes = _review_guard.compare(before, after)
+            undone = _review_guard.Undone()
+            if changes:
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                undone = _review_guard.undo(
+                    git, worktree, before, changes,
+                    keep=fleet_home / "review-leftovers" / f"{state.worker}.{stamp}",
+                    keep_ref=f"refs/fleet-review/{state.worker}/{stamp}")
+            (root / "input").chmod(0o700)  # so that the scratch can be removed
+        changed = tuple(c.describe() for c in changes)
+    if proc is None or proc.returncode is None:
+        failure = "could not start" if proc is None else f"ran past {reviewer.timeout:g}s"
+        if not changed:
+            raise ToolError(f"the blind reviewer {failure}")
+        return _unjudged(criteria, f"the reviewer {failure}", changed, undone)
     outcome = parse_claude(proc.stdout, proc.stderr, proc.returncode, time.time())
     if outcome.kind != "ok":
         said = " ".join((outcome.result or "no output").split())[:200]
-        raise ToolError(f"the blind reviewer failed ({outcome.kind}): {said}")
-    return parse_verdicts(outcome.result or "", criteria)
+        if not changed:
+            raise ToolError(f"the blind reviewer failed ({outcome.kind}): {said}")
+        return _unjudged(criteria, f"the reviewer failed ({outcome.kind})", changed, undone)
+    return Review(verdicts=tuple(parse_verdicts(outcome.result or "", criteria)),
+                  changed=changed, kept=undone.kept, left=undone.left)
+
+
+@attrs.frozen(kw_only=True)
+class _Ran:
+    stdout: str
+    stderr: str
+    #: None: it ran past its timeout (and was killed)
+    returncode: int | None
+
+
+def _run(argv: Sequence[str], prompt: str, *, cwd: str, env: Mapping[str, str],
+         timeout: float) -> _Ran | None:
+    """The reviewer's run; None when it could not start."""
+    try:
+        proc = subprocess.run(
+            [*argv, prompt], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, errors="replace", timeout=timeout, check=False,
+        )
+    except FileNotFoundError:
+        return None
+    except subprocess.TimeoutExpired:
+        return _Ran(stdout="", stderr="", returncode=None)
+    return _Ran(stdout=proc.stdout, stderr=proc.stderr, returncode=proc.returncode)
+
+
+def _unjudged(criteria: Sequence[str], why: str, changed: tuple[str, ...],
+              undone: _review_guard.Undone) -> Review:
+    verdicts = tuple(CriterionVerdict(number=n, criterion=c, passed=None, reason=why)
+                     for n, c in enumerate(criteria, 1))
+    return Review(verdicts=verdicts, changed=changed, kept=undone.kept, left=undone.left)
 
 
 def _seed_config(config: Path) -> None:
@@ -181,9 +308,20 @@ def _seed_config(config: Path) -> None:
     _agent_config.write_json(config / ".claude.json", {"hasCompletedOnboarding": True}, **quiet)
 
 
-def findings_of(verdicts: Sequence[CriterionVerdict]) -> tuple[str, ...]:
-    """What failed, one line per criterion the reviewer failed or did not judge."""
-    return tuple(
+def findings_of(verdicts: Sequence[CriterionVerdict], *, changed: Sequence[str] = (),
+                kept: Sequence[str] = (), left: Sequence[str] = ()) -> tuple[str, ...]:
+    """What failed: what the reviewer changed (taken back and where it is kept, or what could
+    not be), then one line per criterion the reviewer failed or did not judge."""
+    out: list[str] = []
+    if changed:
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more"
+                                           if len(changed) > 10 else "")
+        undone = " (undone" + (f"; kept at {', '.join(kept[:3])}" if kept else "") + ")"
+        if left:
+            undone = "; could not undo: " + "; ".join(left[:3])
+        out.append(f"blind review: a read-only review made changes: {shown}{undone}")
+    out.extend(
         f"blind review, criterion {v.number} ({v.criterion[:80]}): {v.reason or 'failed'}"
         for v in verdicts if v.passed is not True
     )
+    return tuple(out)

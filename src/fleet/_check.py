@@ -123,8 +123,11 @@ def check_worker(
     result = evaluate(git, state, base=base, commands=commands, timeout=timeout)
     if blind is not None and result.ok:
         reviewer, criteria = blind
-        verdicts = tuple(run_review(state, criteria, reviewer, base=result.base))
-        findings = findings_of(verdicts)
+        review = run_review(state, criteria, reviewer, base=result.base, fleet_home=fleet.home,
+                            git=git)
+        verdicts = review.verdicts
+        findings = findings_of(verdicts, changed=review.changed, kept=review.kept,
+                               left=review.left)
         result = attrs.evolve(result, reviewer=reviewer.name, criteria=verdicts,
                               findings=findings, verdict="failed" if findings else "checked")
     if journal:

@@ -129,10 +129,23 @@ class Fleet:
         branch: str | None = None,
         base: str | None = None,
         task: str | None = None,
+        require_top: bool = False,
+        exclusive: bool = False,
     ) -> WorkerState:
         """Register a worker and the worktree its sessions run in. Everything is checked before
         anything is written, and a registration that fails half-way takes back what it wrote
-        for a new worker: no phantom worker is left behind."""
+        for a new worker: no phantom worker is left behind.
+
+        Refused: a path that is no directory, the filesystem root, the home directory, a
+        directory that contains other workers' worktrees
+        (:func:`fleet._register.require_registrable`); with ``require_top``, also a directory
+        that is not the top of a git worktree; with ``exclusive``, a worktree registered to
+        another worker (the command line asks for both)."""
+        from fleet._register import require_registrable
+
+        validate_worker_id(worker)
+        require_registrable(self.home, worker, worktree, require_top=require_top,
+                            exclusive=exclusive)
         return self.journal.register(
             worker, worktree=worktree, tool=tool, profile=profile, model=model,
             adapter=adapter, handle=handle, branch=branch, base=base, task=task,

@@ -576,7 +576,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, type=Path)
     parser.add_argument("--detach", metavar="LOG", type=Path,
                         help="fork away from the coordinator, print the pid, log to LOG")
+    parser.add_argument("--turn-fd", metavar="FD", type=int,
+                        help="the worker's turn lock (fleet._turns), inherited: held until "
+                        "the run has ended, so the next follow-up waits for it")
     args = parser.parse_args(argv)
+    if args.turn_fd is not None:
+        # Kept open to the end of this process, and never passed on: the agent, or what it
+        # leaves running, must not hold the worker's turn.
+        with contextlib.suppress(OSError):
+            os.set_inheritable(args.turn_fd, False)
     spec = load_spec(args.spec.read_bytes())
     # Stop requests that arrive before the agent starts must still count.
     holder: list[Supervisor] = []

@@ -36,7 +36,8 @@ def test_a_forgotten_worker_is_kept_aside_and_its_sessions_reach_nobody(
     assert run(capsys, "register", "w1", "--worktree", str(worktree))[0] == 0
     _hook(home, worktree, {"hook_event_name": "Stop", "session_id": "s"})
     (worktree / "work.txt").write_text("not committed\n")
-    code, out, err = run(capsys, "forget", "w1", "--json")
+    # Its session was heard of a moment ago: forgetting it takes --force.
+    code, out, err = run(capsys, "forget", "w1", "--json", "--force")
     assert (code, err) == (0, "")
     (gone,) = json.loads(out)
     kept = Path(gone["kept_at"])
@@ -82,7 +83,7 @@ def test_the_archived_journal_is_read_back_with_log(
 ) -> None:
     assert run(capsys, "register", "w1", "--worktree", str(worktree))[0] == 0
     _hook(home, worktree, {"hook_event_name": "Stop", "session_id": "s"})
-    assert run(capsys, "forget", "w1")[0] == 0
+    assert run(capsys, "forget", "w1", "--force")[0] == 0
     code, out, _ = run(capsys, "log", "w1", "--archived", "--json")
     assert code == 0 and [e["type"] for e in json.loads(out)] == ["registered", "Stop"]
     code, out, err = run(capsys, "log", "w1")

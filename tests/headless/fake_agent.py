@@ -10,7 +10,8 @@ cwd, the variables fleet sets, a sha256 of every variable that may carry a key, 
 ``hold`` (a directory: after writing ``running-<n>``, wait until ``go-<n>`` appears in it, at
 most two minutes), ``echo`` (the result is ``received: <prompt>``, the run's last argument),
 ``leak`` (the agent prints its key: in its result and on stderr, each written in two parts
-split inside the key, a pause between them).
+split inside the key, a pause between them), ``hooks`` (hook event names: each is run through
+fleet's real hook program, as Claude Code would, before anything else of the step).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def main() -> int:
     }
     with (state / "calls.jsonl").open("a") as f:
         f.write(json.dumps(call) + "\n")
+    for hook in step.get("hooks", ()):
+        from fleet._hook_command import hook_argv
+
+        payload = {"hook_event_name": hook, "session_id": step.get("session", f"session-{n}"),
+                   "cwd": os.getcwd(), "prompt": sys.argv[-1]}
+        subprocess.run(hook_argv("claude", home=os.environ["FLEET_HOME"]),
+                       input=json.dumps(payload).encode(), check=True, timeout=60)
     if "sleep" in step:
         (state / f"running-{n}").write_text(str(os.getpid()))
         time.sleep(step["sleep"])

@@ -249,8 +249,8 @@ def test_send_refuses_a_running_worker(
     ws = Workspace(worktree=Path(state.worktree or ""), branch="fleet/busy",
                    handle={"worker": "busy"})
     adapter = HeadlessAdapter(options=fake.options())
-    with pytest.raises(Refused, match="still running"):
-        adapter.send(ws, follow)
+    with pytest.raises(Refused, match="one at a time"):
+        adapter.send(ws, follow, queue=False)
     assert adapter.describe(ws)["supervisor_alive"] is True
     adapter.close(ws)
     assert Fleet(home).state("busy").reason == "stopped"

@@ -5,13 +5,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from fleet._cli import hub as hub_cli
-from fleet._cli._common import Exit, add_examples, add_json, positive_count, print_json, seconds
+from fleet._cli._common import (
+    Exit,
+    add_examples,
+    add_json,
+    positive_count,
+    print_json,
+    progress,
+    seconds,
+)
 from fleet._core.fold import WorkerState
 from fleet._errors import FleetError, SettingsError
 from fleet._fleet import Fleet
@@ -163,6 +172,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the profile's config dir (default: from `clausona list --json`)",
     )
     _receipt_arg(p)
+    _queue_arg(p)
     add_json(p)
     add_examples(
         p,
@@ -177,9 +187,25 @@ def _send_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("worker")
     p.add_argument("file", type=Path, metavar="FILE", help="the follow-up text")
     _receipt_arg(p)
+    _queue_arg(p)
     hub_cli.add_hub_args(p)
     add_json(p)
     p.set_defaults(run=cmd_send)
+
+
+def _queue_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-queue", dest="queue", action="store_false",
+        help="a worker takes one follow-up or hand-over at a time: refuse (exit 4) instead of "
+        "waiting for the one under way (a headless worker's run) to end",
+    )
+
+
+def _waiting(worker: str) -> Callable[[], None]:
+    def say() -> None:
+        progress(f"{worker} is taking another follow-up or hand-over; this one waits its "
+                 "turn (Ctrl-C gives up; --no-queue refuses instead)")
+    return say
 
 
 def _receipt_arg(p: argparse.ArgumentParser) -> None:
@@ -375,11 +401,16 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     # Checked here, before any adapter has typed half of it into a terminal.
     read_prompt(args.file, "follow-up file")
+    from fleet._orchestrate import send_follow_up
+    from fleet._port import FileJournal
+
     adapter, workspace = _workspace(args)
-    before = Fleet(args.home).state(args.worker)
-    adapter.send(workspace, args.file)
+    done = send_follow_up(adapter, workspace, args.file, worker=args.worker,
+                          journal=FileJournal(args.home), queue=args.queue,
+                          waiting=_waiting(args.worker))
     return _say_receipt(
-        args, before, {"worker": args.worker, "sent": str(args.file), "adapter": adapter.name})
+        args, done.before,
+        {"worker": args.worker, "sent": str(args.file), "adapter": adapter.name})
 
 
 def cmd_hand_over(args: argparse.Namespace) -> int:
@@ -411,8 +442,13 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
         effort=args.effort,
         config_dir=config_dir,
     )
+    from fleet._orchestrate import hand_over
+    from fleet._port import FileJournal
+
     adapter.trust(workspace, spec)
-    handle = dict(adapter.hand_over(workspace, spec))
+    done = hand_over(adapter, workspace, spec, journal=FileJournal(args.home), queue=args.queue,
+                     waiting=_waiting(args.worker))
+    handle = dict(done.handle)
     out = {"worker": args.worker, "profile": spec.profile, "model": spec.model,
            "handle": handle, "adapter": adapter.name, "why": why}
     if not args.json:
@@ -426,7 +462,7 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
             print_json(out)
         return Exit.OK
     # The hand-over starts a new session: it is taken when that session's first hook runs.
-    return _say_receipt(args, attrs.evolve(state, state="starting"), out, sent_line=False)
+    return _say_receipt(args, attrs.evolve(done.before, state="starting"), out, sent_line=False)
 
 
 def _started_brief(args: argparse.Namespace) -> Path | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from fleet._core.attention import mode_text, reason_text
 from fleet._core.events import Event, encode_obj, event_type
 from fleet._core.fold import WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import Refused, SettingsError
+from fleet._errors import SettingsError
 from fleet._fleet import Fleet
 
 #: The names fleet.adapters.ADAPTERS knows (a test keeps them in step), spelled out so that
@@ -63,7 +62,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--task", metavar="TEXT", help="a short description of its task")
     p.add_argument("--any-dir", action="store_true",
                    help="register a directory that is not the top of a git worktree (every "
-                   "session under it then reaches this worker; check and retire need git)")
+                   "session under it then reaches this worker; check and retire need git); "
+                   "never the filesystem root, the home directory or a directory holding "
+                   "other workers' worktrees")
     add_json(p)
     add_examples(
         p,
@@ -78,13 +79,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "anything: each one's directory (journal, launch record, logs) moves to "
         "FLEET_HOME/forgotten/, and sessions in its worktree no longer reach any worker. The "
         "worktree, its branch and its commits are left as they are (`fleet retire` is what "
-        "deletes work, with its guards). Refused while the worker's agent still runs.",
+        "deletes work, with its guards). Refused while the worker's agent still runs or was "
+        "heard of within the quiet bound; hook events that still come for a forgotten worker "
+        "go to its archive (`fleet doctor` says so).",
     )
     p.add_argument("workers", nargs="*", metavar="WORKER")
     p.add_argument("--all-gone", action="store_true",
                    help="every worker whose state is gone (its agent ended with no DONE claim)")
     p.add_argument("--force", action="store_true",
-                   help="forget a worker even while its agent still runs")
+                   help="forget a worker even while its agent still runs, or while its "
+                   "journal moved within the quiet bound")
+    p.add_argument("--quiet-after", type=seconds, default=300.0, metavar="S",
+                   help="how long since its agent was last heard of before a worker that is "
+                   "not gone may be forgotten (default 300, as for `fleet status`)")
     add_json(p)
     add_examples(
         p,
@@ -161,13 +168,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def cmd_register(args: argparse.Namespace) -> int:
     validate_worker_id(args.worker)
-    if not os.path.isdir(args.worktree):
-        # No session would ever run there, so its hook events would never reach this worker.
-        raise SettingsError(f"worktree {args.worktree} is not a directory; nothing registered")
-    if not args.any_dir:
-        _require_worktree_top(args.worktree)
     with open_fleet(args) as fleet:
-        _require_unowned(fleet.home, args.worktree, args.worker)
         state = fleet.register(
             args.worker,
             worktree=args.worktree,
@@ -178,40 +179,14 @@ def cmd_register(args: argparse.Namespace) -> int:
             branch=args.branch,
             base=args.base,
             task=args.task,
+            require_top=not args.any_dir,
+            exclusive=True,
         )
     if args.json:
         print_json(state_json(state))
     else:
         print(f"registered {state.worker} at {state.worktree} ({state.mark})")
     return Exit.OK
-
-
-def _require_unowned(home: Path, path: str, worker: str) -> None:
-    """Refuse a worktree whose sessions already reach another worker: its hook events would
-    go to whichever registered last."""
-    from fleet._journal import worktree_owners
-
-    owner = worktree_owners(home).get(os.path.realpath(path))
-    if owner and owner != worker:
-        raise Refused(f"{path} is registered to worker {owner}: forget it first (`fleet "
-                      f"forget {owner}`) or register another worktree; nothing registered")
-
-
-def _require_worktree_top(path: str) -> None:
-    """Refuse a directory that is not the top of a git worktree: every session under it would
-    reach the worker (registering /tmp would take them all), and check and retire need git."""
-    from fleet._git import Git, GitError
-
-    try:
-        top = Git().run(path, "rev-parse", "--show-toplevel").stdout.strip()
-    except GitError:
-        top = ""
-    if not top or os.path.realpath(top) != os.path.realpath(path):
-        where = f" (it is inside the worktree {top})" if top else ""
-        raise SettingsError(
-            f"{path} is not the top directory of a git worktree{where}: register the "
-            "worktree the worker's sessions run in (or pass --any-dir); nothing registered"
-        )
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -226,7 +201,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         else:
             states = [fleet.state(worker) for worker in args.workers]
         for state in states:
-            gone = forget(fleet.home, state, force=args.force)
+            gone = forget(fleet.home, state, force=args.force, quiet_after=args.quiet_after)
             done.append(gone)
             if not args.json:
                 print(f"forgot {gone.worker}; its journal is kept at {gone.kept_at}")

@@ -401,6 +401,12 @@ def doctor(
         problems.append(f"{lost} hook events were not recorded: a journal could not be written")
     problems.extend(_health.home_problems(home))
     problems.extend(_odd_journals(home))
+    from fleet._forget import late_events
+
+    problems.extend(
+        f"worker {late.worker} was forgotten, but {late.count} events came for it afterwards "
+        f"(a session still runs with FLEET_WORKER={late.worker}); they are kept in "
+        f"{late.archive}, not in a new worker" for late in late_events(home))
     unreadable: dict[str, int] = {}
     malformed: dict[str, int] = {}
     lost_at: dict[str, float] = {}

@@ -17,22 +17,27 @@ from fleet._orchestrate._apps import (
     start_app_worker,
     workspace_label,
 )
+from fleet._orchestrate._deliver import Delivery, hand_over, send_follow_up
 from fleet._orchestrate._fanout import FanOutResult, Launch, plan_launches, run_tasks
-from fleet._orchestrate._receipts import Receipt, receipt_of, wait_receipt
+from fleet._orchestrate._receipts import Receipt, own_receipt, receipt_of, wait_receipt
 from fleet._orchestrate._start import start_worker, stop_worker
 from fleet._orchestrate._waits import wait_for_profile, wait_started
 
 __all__ = [
     "APP_ADAPTERS",
+    "Delivery",
     "FanOutResult",
     "Launch",
     "Receipt",
     "app_adapter",
+    "hand_over",
+    "own_receipt",
     "plan_launches",
     "profile_label",
     "receipt_of",
     "run_app_tasks",
     "run_tasks",
+    "send_follow_up",
     "start_app_worker",
     "start_worker",
     "stop_worker",

@@ -34,7 +34,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
@@ -55,6 +55,7 @@ from fleet._port import FileJournal, JournalPort
 from fleet._proc import is_alive, process_start_time
 from fleet._runner import Runner, SubprocessRunner
 from fleet._supervisor import SRC, dump_spec
+from fleet._turns import worker_turn
 from fleet.adapters._base import LaunchSpec, Workspace, task_title
 from fleet.adapters._headless_run import (
     DEFAULT_PERMISSION_MODE,
@@ -289,45 +290,68 @@ class HeadlessAdapter:
         err = _tail(files[-1].with_suffix(".err"), lines)
         return out + (f"\n--- stderr ---\n{err}" if err.strip() else "")
 
-    def send(self, workspace: Workspace, text_file: Path) -> None:
+    def send(self, workspace: Workspace, text_file: Path, *, queue: bool = True,
+             turn: int | None = None) -> None:
         """A follow-up: resume the worker's session with the text of ``text_file`` as the
-        prompt (``claude -p --resume <session>``, ``codex exec resume <session>``)."""
+        prompt (``claude -p --resume <session>``, ``codex exec resume <session>``).
+
+        One at a time (:mod:`fleet._turns`): while a run goes on, the follow-up waits for it
+        to end (``queue``) or is refused. ``turn``: the worker's turn lock, when the caller
+        already holds it."""
         worker = _worker_of(workspace)
         text = read_prompt(text_file, "follow-up file")
         record = self.record(worker)
-        self._refuse_running(worker)
-        state = self.journal.state(worker)
-        session = state.session_id or (state.exit.session_id if state.exit else None)
-        if session is None:
-            raise Refused(f"worker {worker} has no session to resume (it never started one)")
-        self.journal.note_follow_up(worker, text=text, file=str(text_file))
-        pending = self._spawn(record, prompt=text, resume=session)
-        pending.release()
+        with self._turn(worker, queue=queue, turn=turn) as held:
+            self._refuse_running(worker)
+            state = self.journal.state(worker)
+            session = state.session_id or (state.exit.session_id if state.exit else None)
+            if session is None:
+                raise Refused(f"worker {worker} has no session to resume (it never started one)")
+            self.journal.note_follow_up(worker, text=text, file=str(text_file))
+            pending = self._spawn(record, prompt=text, resume=session, turn=held)
+            pending.release()
 
-    def hand_over(self, workspace: Workspace, spec: LaunchSpec) -> Mapping[str, str]:
-        """Start the task again on another profile or model, in the same worktree."""
+    def hand_over(self, workspace: Workspace, spec: LaunchSpec, *, queue: bool = True,
+                  turn: int | None = None) -> Mapping[str, str]:
+        """Start the task again on another profile or model, in the same worktree; after the
+        run going on, if any (see :meth:`send`)."""
         worker = _worker_of(workspace)
-        self._refuse_running(worker)
-        self.record(worker)
-        record = self._new_record(workspace, spec)
-        if record.config_dir is not None and not Path(record.config_dir).exists():
-            self._prepare_config(record, Path(workspace.worktree))
-        pending = self._spawn(record, prompt=brief_prompt(Path(record.brief or spec.brief)))
-        # the whole handle, as the other adapters journal it: it still names the worker
-        handle = {**_without_run(workspace.handle), **pending.handle}
-        self.journal.append(
-            worker,
-            HandedOver(
-                ts=self.clock.now(),
-                src=SRC,
-                profile=spec.profile,
-                model=spec.model,
-                handle=handle,
-                reason="hand_over",
-            ),
-        )
-        pending.release()
+        with self._turn(worker, queue=queue, turn=turn) as held:
+            self._refuse_running(worker)
+            self.record(worker)
+            record = self._new_record(workspace, spec)
+            if record.config_dir is not None and not Path(record.config_dir).exists():
+                self._prepare_config(record, Path(workspace.worktree))
+            pending = self._spawn(record, prompt=brief_prompt(Path(record.brief or spec.brief)),
+                                  turn=held)
+            # the whole handle, as the other adapters journal it: it still names the worker
+            handle = {**_without_run(workspace.handle), **pending.handle}
+            try:
+                self.journal.append(
+                    worker,
+                    HandedOver(
+                        ts=self.clock.now(),
+                        src=SRC,
+                        profile=spec.profile,
+                        model=spec.model,
+                        handle=handle,
+                        reason="hand_over",
+                    ),
+                )
+            except BaseException:
+                pending.abandon()
+                raise
+            pending.release()
         return handle
+
+    @contextlib.contextmanager
+    def _turn(self, worker: str, *, queue: bool, turn: int | None) -> Iterator[int]:
+        """The worker's turn lock: the caller's, or taken here."""
+        if turn is not None:
+            yield turn
+            return
+        with worker_turn(self.home, worker, queue=queue) as held:
+            yield held
 
     def close(self, workspace: Workspace) -> None:
         self.stop(_worker_of(workspace))
@@ -372,7 +396,10 @@ class HeadlessAdapter:
         validate_worker_id(spec.worker)
         record = self._new_record(workspace, spec)
         self._prepare_config(record, Path(workspace.worktree))
-        return self._spawn(record, prompt=brief_prompt(spec.brief))
+        # A new worker: nobody else has its turn (a stale run of an earlier worker of that id
+        # would, and is refused rather than run beside).
+        with worker_turn(self.home, spec.worker, queue=False) as turn:
+            return self._spawn(record, prompt=brief_prompt(spec.brief), turn=turn)
 
     def _new_record(self, workspace: Workspace, spec: LaunchSpec) -> LaunchRecord:
         o = self.options
@@ -484,7 +511,10 @@ class HeadlessAdapter:
             _agent_config.write_file(config / "config.toml", content, **private)
             _hook_install.install(_hook_install.codex_target(config), home=self.home)
 
-    def _spawn(self, record: LaunchRecord, *, prompt: str, resume: str | None = None) -> Pending:
+    def _spawn(self, record: LaunchRecord, *, prompt: str, turn: int,
+               resume: str | None = None) -> Pending:
+        """Start a run's supervisor, held until released; it inherits ``turn`` (the worker's
+        turn lock, which the caller holds) and keeps it until the run has ended."""
         key = None
         if record.key_from is not None:
             key = resolve_key(record.key_from, environ=self.environ, runner=self.runner)
@@ -501,8 +531,8 @@ class HeadlessAdapter:
         env["FLEET_HOME"] = str(self.home)
         pid, pipe = _start_detached(
             [self.python, "-m", "fleet._supervisor", "--spec", str(spec_path),
-             "--detach", str(log)],
-            cwd=record.worktree, env=env,
+             "--detach", str(log), "--turn-fd", str(turn)],
+            cwd=record.worktree, env=env, pass_fds=(turn,),
         )
         pending = Pending(
             pid=pid,
@@ -580,7 +610,7 @@ class HeadlessAdapter:
 
 
 def _start_detached(
-    argv: Sequence[str], *, cwd: str, env: Mapping[str, str]
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], pass_fds: Sequence[int] = ()
 ) -> tuple[int, IO[bytes]]:
     """Start the supervisor so that it is no child of this process: it forks itself away and
     reports its pid (``--detach``), and the process started here is reaped at once. Returns the
@@ -589,6 +619,7 @@ def _start_detached(
         proc = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
     except OSError as exc:
         raise ToolError(f"cannot start the supervisor: {exc.strerror or exc}") from exc
