@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from fleet._retire import Candidate, Outcome, Retirer
     from fleet._settings import load_settings
 
+    __version__: str
+
 # Imported on first use: every `fleet` command and every hook-adjacent script imports this
 # package, and most of them never need git checks, routing or reports.
 _LAZY = {
@@ -90,6 +92,12 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Looked up on first use: importlib.metadata costs every hook call otherwise.
+        from fleet._install import version
+
+        globals()["__version__"] = version()
+        return globals()["__version__"]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'fleet' has no attribute {name!r}")

@@ -346,4 +346,4 @@ def test_the_distribution_says_what_fleet_is_and_carries_its_license() -> None:
     assert project["authors"] == [{"name": "fleet developers"}]
     assert (root / "LICENSE").read_text().startswith("MIT License\n\nCopyright (c) ")
     readme = (root / "README.md").read_text()
-    assert "pipx install fleet-agents" in readme and "uv tool install fleet-agents" in readme
+    assert "pipx install ." in readme and "uv tool install ." in readme

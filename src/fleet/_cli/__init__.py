@@ -78,7 +78,13 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show fleet's version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        sys.stdout.write(f"fleet {_version()}\n")
+        # The distribution's name too: `fleet` on PyPI is an unrelated package, and this line
+        # is how a user tells which one is on PATH.
+        from fleet._install import installation
+
+        found = installation()
+        where = f", from {found.source}" if found.source else ""
+        sys.stdout.write(f"fleet {found.version} ({DISTRIBUTION}{where})\n")
         parser.exit()
 
 
@@ -137,15 +143,6 @@ def _command_of(argv: Sequence[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,9 +12,10 @@ from typing import Any, Final
 import attrs
 import orjson
 
-#: The name fleet is published and installed under (`pip install fleet-agents`); the import
-#: name and the command are `fleet`.
-DISTRIBUTION: Final = "fleet-agents"
+from fleet import _install
+
+#: The name fleet is built and installed under; the import name and the command are `fleet`.
+DISTRIBUTION: Final = _install.DISTRIBUTION
 
 
 class Exit(enum.IntEnum):

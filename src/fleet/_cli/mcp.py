@@ -31,7 +31,7 @@ client is Claude Code). Claude Code shows them in an interactive session started
 where Anthropic's channel feature is on for the account; otherwise it drops them. Calling wait
 works with every client.
 
-Needs the MCP SDK: pip install 'fleet-agents[mcp]'.
+Needs the MCP SDK, an optional extra: install fleet with it (`pipx install 'CHECKOUT[mcp]'`).
 """
 
 INSTALL_HELP = """\
@@ -186,10 +186,10 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from fleet._mcp import SDK_MISSING, sdk_available
+    from fleet._mcp import sdk_available, sdk_missing
 
     if not sdk_available():
-        raise SettingsError(SDK_MISSING)
+        raise SettingsError(sdk_missing())
     if args.key_from is not None:
         from fleet._keys import parse_key_source
 
@@ -258,9 +258,13 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 def cmd_install(args: argparse.Namespace) -> int:
     from fleet._mcp import install as mcp_install
-    from fleet._mcp import sdk_available
+    from fleet._mcp import sdk_available, sdk_missing
 
     argv = _argv(args)
+    if not args.print_only and not sdk_available():
+        # A server that cannot start is worse than none: the agent shows it failing at every
+        # session. Nothing is written until this fleet has the SDK.
+        raise SettingsError(f"{sdk_missing()} (nothing was installed)")
     if args.print_only:
         line = mcp_install.claude_add_line(argv, args.name)
         snippet = mcp_install.codex_snippet(argv, args.name, args.env_var)
@@ -279,9 +283,6 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"{change.tool}: {what} MCP server {change.name!r} in {change.file}")
             if change.backup:
                 print(f"  backup: {change.backup}")
-    if not sdk_available():
-        sys.stderr.write("fleet: warning: the MCP SDK is not installed here, so the server "
-                         "will not start: pip install 'fleet-agents[mcp]'\n")
     return Exit.OK
 
 
