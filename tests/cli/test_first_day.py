@@ -13,6 +13,7 @@ import pytest
 
 from fleet._cli import main
 from fleet._cli._common import Exit
+from tests.conftest import Repo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,3 +85,35 @@ def test_mcp_without_the_sdk_refuses_to_install_and_says_how(
     assert list(config.iterdir()) == []
     code, out, err = run(capsys, "mcp", "serve")
     assert code == Exit.ERROR and "fleet-agents" not in err and f"'{ROOT}[mcp]'" in err
+
+
+# -- item 4: an unknown profile is refused before anything is made ---------------------------
+
+
+def _made(home: Path, repo: Path) -> list[str]:
+    found = [str(p.relative_to(home)) for p in home.rglob("*")] if home.exists() else []
+    sibling = repo.parent / f"{repo.name}.fleet"
+    return found + ([str(sibling)] if sibling.exists() else [])
+
+
+def test_start_on_an_unknown_profile_names_the_known_ones_and_the_closest(
+    capsys: pytest.CaptureFixture[str], home: Path, repo: Repo, tmp_path: Path
+) -> None:
+    for name in ("work", "personal"):
+        (tmp_path / name).mkdir()
+        assert run(capsys, "profiles", "add", name, "--config-dir", str(tmp_path / name))[0] == 0
+    brief = tmp_path / "brief.md"
+    brief.write_text("Do it.\n")
+    before = _made(home, repo.path)
+    code, out, err = run(capsys, "start", "z1", "--task", str(brief), "--repo", str(repo.path),
+                         "--profile", "claude:wrok")
+    assert (code, out) == (Exit.ERROR, "")
+    assert err == ("fleet: no profile 'claude:wrok' (there are: claude:work, claude:personal): "
+                   "did you mean claude:work?\n")
+    code, _, err = run(capsys, "start", "z1", "--task", str(brief), "--repo", str(repo.path),
+                       "--profile", "claude:nobody")
+    assert code == Exit.ERROR
+    assert err.startswith("fleet: no profile 'claude:nobody' (there are: claude:work, "
+                          "claude:personal): add one with `fleet profiles add")
+    assert _made(home, repo.path) == before
+    assert not (home / "workers" / "z1").exists()
