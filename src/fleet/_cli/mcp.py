@@ -48,8 +48,8 @@ TARGETS = """\
 targets (each may be repeated):
   --config-dir DIR   a Claude Code config dir (CLAUDE_CONFIG_DIR, ~/.claude)
   --codex-home DIR   a Codex home (CODEX_HOME, ~/.codex)
-  --profile NAME     a clausona profile
-  --all-profiles     every clausona profile
+  --profile NAME     a profile of `fleet profiles`
+  --all-profiles     every profile `fleet profiles` lists
 """
 
 
@@ -86,6 +86,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _targets(p)
+    from fleet._cli.hooks import add_create
+
+    add_create(p)
     p.add_argument("--print", action="store_true", dest="print_only",
                    help="write nothing: print the `claude mcp add` line and the Codex table")
     p.add_argument("--env-var", action="append", default=[], metavar="NAME",
@@ -137,8 +140,9 @@ def _targets(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config-dir", action="append", metavar="DIR",
                    help="a Claude Code config dir")
     p.add_argument("--codex-home", action="append", metavar="DIR", help="a Codex home")
-    p.add_argument("--profile", action="append", metavar="NAME", help="a clausona profile")
-    p.add_argument("--all-profiles", action="store_true", help="every clausona profile")
+    p.add_argument("--profile", action="append", metavar="NAME",
+                   help="a profile `fleet profiles` lists")
+    p.add_argument("--all-profiles", action="store_true", help="every profile")
 
 
 def _serve_options(p: argparse.ArgumentParser, *, name: bool = True) -> None:
@@ -244,10 +248,10 @@ def _version() -> str:
         return ""
 
 
-def _resolved_targets(args: argparse.Namespace) -> list[Any]:
+def _resolved_targets(args: argparse.Namespace, *, writes: bool = False) -> list[Any]:
     from fleet._cli.hooks import resolve_targets
 
-    return resolve_targets(args)
+    return resolve_targets(args, writes=writes)
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
@@ -274,7 +278,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"Claude Code:\n  {line}\n\nCodex (config.toml):\n{snippet}", end="")
         return Exit.OK
     changes = [mcp_install.install(t, argv, args.name, args.env_var)
-               for t in _resolved_targets(args)]
+               for t in _resolved_targets(args, writes=True)]
     if args.json:
         print_json(changes)
     else:
