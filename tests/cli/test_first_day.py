@@ -476,3 +476,17 @@ def test_a_sentence_folds_to_the_terminal_and_stays_whole_when_piped(
     assert len(lines) > 1 and max(len(line) for line in lines) <= 60
     assert all(line.startswith("  ") for line in lines[1:])
     assert " ".join(line.strip() for line in lines) == " ".join(text.split())
+
+
+def test_ship_without_a_hub_names_its_own_option(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FLEET_SETTINGS", str(tmp_path / "fleet.json"))
+    monkeypatch.delenv("FLEET_HUB", raising=False)
+    code, out, err = run(capsys, "ship", "--once")
+    assert (code, out) == (Exit.ERROR, "")
+    assert err == ("fleet: no hub named: pass --nats URL, set FLEET_HUB, or `fleet settings set "
+                   "hub.url URL`\n")
+    code, _, err = run(capsys, "hosts")
+    assert code == Exit.ERROR and "pass --hub URL" in err

@@ -40,6 +40,8 @@ def test_command_prints_what_gets_installed(
     code, data = run_json(capsys, "hooks", "command", "--tool", "codex")
     assert data["command"] == hook_command("codex", home=home)
     assert data["argv"][1:3] == ["-I", "-S"]
+    assert data["launcher"] == str(home / "bin" / "fleet-hook")
+    assert f"/bin/sh {data['launcher']} --tool codex" in data["command"]
     cfg = tmp_path / "cfg"
     run(capsys, "hooks", "install", "--config-dir", str(cfg), "--create")
     settings = json.loads((cfg / "settings.json").read_text())

@@ -130,9 +130,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = hsub.add_parser(
         "command",
         help="print the exact hook command that gets installed",
-        description="Print the command line `fleet hooks install` writes for TOOL: an absolute "
-        "interpreter run with -I -S, the hook program, the tool and the fleet home. "
-        "$FLEET_HOME in the agent's environment overrides the home baked in.",
+        description="Print the command line `fleet hooks install` writes for TOOL: /bin/sh "
+        "running the launcher in the fleet home (bin/fleet-hook, written by `fleet hooks "
+        "install`) with the tool and the fleet home; the launcher runs this fleet's "
+        "interpreter with -I -S on the hook program (`argv` in --json). $FLEET_HOME in the "
+        "agent's environment overrides the home baked in.",
     )
     p.add_argument("--tool", choices=_agents.TOOLS, required=True)
     add_json(p)
@@ -389,7 +391,8 @@ def cmd_command(args: argparse.Namespace) -> int:
     argv = _hook_command.hook_argv(args.tool, home=args.home)
     command = _hook_command.hook_command(args.tool, home=args.home)
     if args.json:
-        print_json({"tool": args.tool, "command": command, "argv": argv})
+        print_json({"tool": args.tool, "command": command, "argv": argv,
+                    "launcher": str(_hook_command.launcher_path(args.home))})
     else:
         print(command)
     return Exit.OK

@@ -189,6 +189,7 @@ def _ship_config(args: argparse.Namespace) -> HubConfig:
         tls_key=args.tls_key,
         host=args.host,
         heartbeat=args.heartbeat,
+        option="--nats URL",
     )
 
 
