@@ -168,8 +168,9 @@ def path_findings() -> list[Finding]:
     interpreter = first[2:].decode("utf-8", "replace").strip().split()[0:1]
     if not interpreter:
         return []
-    theirs = os.path.realpath(interpreter[0])
-    if theirs != os.path.realpath(sys.executable) and Path(interpreter[0]).is_absolute():
+    # Compared as written, not resolved: every venv's python links to the same base one.
+    theirs = os.path.normpath(interpreter[0])
+    if theirs != os.path.normpath(sys.executable) and Path(theirs).is_absolute():
         return [Finding(
             problem=f"`fleet` on PATH ({found}) runs another installation "
             f"({interpreter[0]}) than this one ({sys.executable})",

@@ -490,3 +490,19 @@ def test_ship_without_a_hub_names_its_own_option(
                    "hub.url URL`\n")
     code, _, err = run(capsys, "hosts")
     assert code == Exit.ERROR and "pass --hub URL" in err
+
+
+def test_doctor_warns_of_another_fleet_on_path(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    other = tmp_path / "other-bin"
+    other.mkdir()
+    (other / "fleet").write_text("#!/old/checkout/.venv/bin/python3\nimport fleet\n")
+    (other / "fleet").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{other}{os.pathsep}{os.environ['PATH']}")
+    code, out, _ = run(capsys, "doctor")
+    assert code == Exit.ERROR  # nothing else is set up here; the warning alone would not fail
+    assert (f"warning: `fleet` on PATH ({other / 'fleet'}) runs another installation "
+            f"(/old/checkout/.venv/bin/python3) than this one ({sys.executable})") in out
+    assert "  do: use one fleet: remove the other, or put this one first on PATH" in out

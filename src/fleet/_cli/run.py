@@ -36,7 +36,8 @@ retries overload and transient errors with jittered backoff, and ends a usage or
 in blocked(limit). Follow with `fleet wait WORKER`.
 
 Where the agent runs:
-  --profile P     `clausona run P -- ...`: the profile's config dir and login
+  --profile P     a profile `fleet profiles` lists: its config dir, model and login (fleet's
+                  own through fleet-profile-run, clausona's through `clausona run P`)
   --endpoint URL  a fresh config dir for this worker only (under FLEET_HOME), seeded with
                   fleet's hooks, the effort level and the onboarding answers, so the host's
                   own login can never reach the endpoint; the key from --key-from
