@@ -13,7 +13,12 @@ repository). The line before a block may be an HTML comment the test honours:
   ``claude``/``codex`` CLIs on PATH that finish each run with ``FLEET_WORKER_DONE`` (the last
   run keeps working for a minute), and a fake ``GLM_KEY``. No clausona is on PATH.
 
-The two commands at the very top (the fresh-machine ones) are run by CI itself, not here.
+fleet is installed first the way the README's first command installs it (``pipx install .``):
+a virtual environment of its own holding fleet built from this checkout (not an editable
+install), whose ``fleet`` and ``fleet-profile-run`` alone are put first on PATH; the test's own
+environment only lends it the dependencies (no network here). So the blocks run against an
+installed fleet, and the hooks they install name that installation's launcher. The second
+command (``./scripts/test``) is what CI runs.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ def blocks(text: str) -> list[tuple[int, str, str | None]]:
 
 def test_blocks_and_markers_are_found() -> None:
     found = blocks(README.read_text())
-    assert found[0][0] == 3, "the fresh-machine commands are the README's first block"
+    assert README.read_text().splitlines()[found[0][0] - 1] == "```sh" and found[0][0] < 10, (
+        "the fresh-machine commands are the README's first block, near its top")
     assert "fleet demo" in found[0][1] and "./scripts/test" in found[0][1]
     for line, _, marker in found:
         assert marker is None or marker.startswith(KNOWN), f"line {line}: unknown {marker!r}"
@@ -68,27 +74,65 @@ def test_blocks_and_markers_are_found() -> None:
     assert any(m and m.startswith("session ") for _, _, m in found)
 
 
+def _install_like_pipx(tmp_path: Path) -> Path:
+    """fleet installed as `pipx install .` does: its own venv, its commands alone on PATH."""
+    import sysconfig
+
+    venv = tmp_path / "pipx" / "venvs" / "fleet-agents"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; "
+                           "print(sysconfig.get_paths()['purelib'])"], capture_output=True,
+                          text=True, check=True, timeout=60).stdout.strip()
+    # The dependencies come from this environment (a .pth line adds a directory, not the
+    # editable fleet its own .pth files point at).
+    Path(site, "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                    "--no-deps", "--no-build-isolation", "--no-index", str(ROOT)],
+                   check=True, capture_output=True, timeout=300)
+    exposed = tmp_path / "pipx" / "bin"
+    exposed.mkdir()
+    for name in ("fleet", "fleet-profile-run"):
+        (exposed / name).symlink_to(venv / "bin" / name)
+    return exposed
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
 
 
-def _world(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def _world(tmp_path: Path, fleet_bin: Path) -> tuple[Path, dict[str, str]]:
     home = tmp_path / "home"
     work = tmp_path / "work"
     home.mkdir()
     work.mkdir()
+    # The config dirs Claude Code and Codex make the first time they run (the README's
+    # reader has run them): `fleet hooks install` refuses one that does not exist.
+    (home / ".claude").mkdir()
+    (home / ".codex").mkdir()
+    # The reader installed Claude Code (never logged in here): it tells its release, and runs
+    # nothing else. The fake-account block puts its own agents first on PATH.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "claude").write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && { echo "2.1.332 (Claude Code)"; exit 0; }\n'
+        'echo "Not logged in" >&2\nexit 1\n')
+    (agents / "claude").chmod(0o755)
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Reader\n\temail = reader@example.com\n[init]\n\tdefaultBranch = main\n"
     )
     env = {
         "HOME": str(home),
         "FLEET_HOME": str(tmp_path / "fleet-home"),
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin",
+        # The installed fleet first; this environment's bin after it only for the brief's
+        # check command (`pytest -q`), as the reader's project environment would give it.
+        "PATH": os.pathsep.join([str(fleet_bin), str(tmp_path / "agents"),
+                                 str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin",
                                  "/bin"]),
         "LANG": "C.UTF-8",
         "TMPDIR": str(tmp_path),
-        # No Claude Code or Codex binary is on this PATH unless a block has the fake ones.
-        "FLEET_CLAUDE": "none",
+        # No Codex binary: the reader uses Claude Code only.
         "FLEET_CODEX": "none",
     }
     _git(work, "init", "-q", "--bare", "remote.git")
@@ -157,7 +201,8 @@ def _fake_account(env: dict[str, str], agent: FakeAgent) -> dict[str, str]:
 
 
 def test_every_shell_block_runs_as_written(tmp_path: Path) -> None:
-    work, env = _world(tmp_path)
+    fleet_bin = _install_like_pipx(tmp_path)
+    work, env = _world(tmp_path, fleet_bin)
     where = tmp_path / "cwd"
     where.write_text(str(work))
     (tmp_path / "fakes").mkdir()
@@ -187,3 +232,7 @@ def test_every_shell_block_runs_as_written(tmp_path: Path) -> None:
         _stop_everything(Path(env["FLEET_HOME"]), agent)
         shutil.rmtree(work, ignore_errors=True)
     assert ran >= 4
+    # The hooks the README installed run the installed fleet, through its launcher.
+    launcher = (Path(env["FLEET_HOME"]) / "bin" / "fleet-hook").read_text()
+    assert f"py={fleet_bin.parent / 'venvs' / 'fleet-agents' / 'bin' / 'python'}" in launcher
+    assert "/bin/sh " in _hook_command(Path(env["HOME"]))

@@ -1,5 +1,36 @@
 """fleet: know at once which of your coding agents needs you, check their work, and retire them
-without losing a line."""
+without losing a line.
+
+Claude Code and Codex hooks append facts to one journal per worker; fleet folds each journal
+into a state (starting, working, stopped, quiet, blocked, done, gone, retired) with a reason
+and a mark (``worker@seq``). A coordinator waits until a worker needs it, acts, and passes the
+mark back so it is not woken for it again.
+
+    import fleet
+
+    with fleet.Fleet() as f:                      # $FLEET_HOME, or the user state dir
+        result = f.wait(timeout=600)              # blocks until someone needs you
+        for w in result.attention:
+            print(w.worker, w.state, w.reason, w.mark)
+            if w.state == "done":
+                check = fleet.check_worker(f, w.worker, commands=["pytest -q"])
+                if check.ok:
+                    fleet.Retirer(f).retire_worker(w.worker)
+            f.seen(w.mark)
+
+The names to start with:
+
+    Fleet                 register, status, wait, poll, watch, seen, log
+    WorkerState           one worker's state (state, reason, since, mark, ...)
+    WaitResult, Transition  what wait/poll and watch return
+    check_worker          verify a DONE claim (commits, clean, pushed, commands)
+    Retirer               remove a checked, clean, pushed worktree (never forces)
+    load_profiles, plan_tasks   profiles and routing; build_report, format_report
+    FleetError            every error fleet raises on purpose (each also a builtin)
+    fleet.testing         MockClock, MockRunner for tests
+
+The command line is ``fleet`` (``fleet --help``); the README has the whole story.
+"""
 
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +62,7 @@ from fleet._errors import (
     InvalidWorkerId,
     JournalError,
     JournalGone,
+    NoWorkers,
     Refused,
     SettingsError,
     ToolError,
@@ -57,6 +89,9 @@ if TYPE_CHECKING:
     from fleet._retire import Candidate, Outcome, Retirer
     from fleet._settings import load_settings
     from fleet._watch import Transition, WaitResult
+
+#: fleet's version (as installed), looked up on first use.
+__version__: str
 
 # Imported on first use: every `fleet` command and every hook-adjacent script imports this
 # package, and most of them never need git checks, routing or reports; and importing the pure
@@ -94,6 +129,12 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Looked up on first use: importlib.metadata costs every hook call otherwise.
+        from fleet._install import version
+
+        globals()["__version__"] = version()
+        return globals()["__version__"]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'fleet' has no attribute {name!r}")
@@ -130,6 +171,7 @@ __all__ = [
     "JournalError",
     "JournalGone",
     "Mark",
+    "NoWorkers",
     "Outcome",
     "Plan",
     "PlanRow",

@@ -41,7 +41,7 @@ from fleet import (
     format_report,
 )
 from fleet._cli._common import table
-from fleet._hook_command import hook_command
+from fleet._hook_command import hook_command, hook_script_path, write_launcher
 
 #: How long the whole demo may take before it gives up (it normally takes a few seconds).
 DEADLINE: Final = 50.0
@@ -121,6 +121,8 @@ class DemoResult:
     kept: bool
     #: The hook command the simulated workers ran (`fleet hooks command --tool claude`).
     hook: str = ""
+    #: The hook program that command's launcher ran (fleet's own, from this installation).
+    hook_program: str = ""
     seconds: float
     report: tuple[ReportLine, ...]
     narration: tuple[str, ...]
@@ -470,6 +472,7 @@ def run_demo(
                     f"{coordinator}, never a worker):",
                     *(f"{p.task.name:<7} -> {p.profile} ({p.model or 'default model'}): {p.reason}"
                       for p in planned))
+            write_launcher(home)  # the installed command runs it
             hook = hook_command("claude", home=home)
             for p in planned:
                 worktree = root / "worktrees" / p.task.name
@@ -524,7 +527,8 @@ def run_demo(
         line.outcome == "retired" for line in lines
     )
     return DemoResult(
-        ok=ok, root=str(root), kept=keep, hook=hook, seconds=round(time.monotonic() - start, 2),
+        ok=ok, root=str(root), kept=keep, hook=hook, hook_program=str(hook_script_path()),
+        seconds=round(time.monotonic() - start, 2),
         report=tuple(lines), narration=tuple(say.lines), problems=tuple(problems),
     )
 

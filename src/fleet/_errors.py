@@ -25,6 +25,11 @@ class JournalGone(UnknownWorker):
     """A worker's journal disappeared (deleted, moved away) while fleet was following it."""
 
 
+class NoWorkers(FleetError, LookupError):
+    """Nothing to wait for: no worker that is not retired, and the caller did not ask to wait
+    for new ones."""
+
+
 class JournalError(FleetError, OSError):
     """A journal could not be written or read."""
 

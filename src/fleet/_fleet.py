@@ -13,7 +13,7 @@ from fleet._clock import Clock, SystemClock
 from fleet._core.events import Event, Seen
 from fleet._core.fold import DEFAULT_QUIET_AFTER, Policy, WorkerState
 from fleet._core.ids import parse_mark, validate_worker_id
-from fleet._errors import JournalGone, UnknownWorker
+from fleet._errors import JournalGone, NoWorkers, UnknownWorker
 from fleet._fold_cache import load_states
 from fleet._home import journal_path, resolve_home
 from fleet._port import FileJournal
@@ -239,17 +239,28 @@ class Fleet:
         *,
         seen: Iterable[str] = (),
         timeout: float | None = None,
+        require_workers: bool = False,
     ) -> WaitResult:
         """Block until at least one of ``workers`` (default: every worker that is not retired)
         needs attention: stopped, quiet, blocked, done or gone, with a mark not in ``seen`` and
         not journaled as seen. Returns all that do, or ``timed_out`` after ``timeout`` seconds.
         Raises :class:`JournalGone` at once when the journal of a worker named in ``workers``
-        disappears."""
+        disappears. With ``require_workers``, raises :class:`NoWorkers` at once when ``workers``
+        is None and no worker is left to wait for (none, or every one retired); without it,
+        such a wait waits for workers yet to come."""
         if self._hub_config is not None:
             return self._hub_wait(workers, seen, timeout)
         names = self._names(workers)
         marks = [str(parse_mark(m)) for m in seen]
-        return self._present(self._open_watcher().wait(marks, timeout, names))
+        watcher = self._open_watcher()
+        if names is None and require_workers and not watcher.poll(marks, None).workers:
+            retired = bool(_journal.list_workers(self.home))
+            raise NoWorkers(
+                "no workers to wait for ("
+                + ("every worker is retired" if retired else "none is registered")
+                + "): start one (`fleet start`), or wait for new ones (`fleet wait --for-new`)"
+            )
+        return self._present(watcher.wait(marks, timeout, names))
 
     def _present(self, result: WaitResult) -> WaitResult:
         if result.missing:

@@ -31,7 +31,7 @@ from fleet._journal import JournalReader, list_workers
 
 #: The cache's format, and the accumulator's shape: a cache saved by a fold with other fields
 #: (an older or newer fleet) is never continued from, since its counts would be off.
-CACHE_VERSION: Final = f"4-{zlib.crc32(','.join(attrs.fields_dict(Accumulator)).encode()):08x}"
+CACHE_VERSION: Final = f"5-{zlib.crc32(','.join(attrs.fields_dict(Accumulator)).encode()):08x}"
 #: A cache larger than this is not read (a replay is slower, never wrong).
 CACHE_LIMIT: Final = 256 << 20
 

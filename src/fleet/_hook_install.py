@@ -35,15 +35,18 @@ from fleet._codex_trust import (
     trust_state,
 )
 from fleet._errors import SettingsError
-from fleet._home import expand
+from fleet._home import ensure_dir, expand
 from fleet._hook_command import (
     COMMAND_PREFIX,
     HOOK_SCRIPT,
+    LAUNCHER,
     Position,
     command_argv,
     fleet_positions,
     hook_command,
     is_fleet_command,
+    launcher_names,
+    write_launcher,
 )
 from fleet._runner import Runner
 
@@ -161,6 +164,25 @@ def claude_target(
 def codex_target(codex_home: str | os.PathLike[str], profile: str | None = None) -> Target:
     path = expand(codex_home).absolute()
     return Target(tool="codex", config_dir=path, profile=profile)
+
+
+def require_dir(target: Target, *, create: bool = False) -> Target:
+    """``target`` when its config dir exists (made first when ``create``); a SettingsError
+    otherwise. A config dir named by hand that does not exist is most often a typo
+    (``~/.cluade``): writing there would leave hooks no agent ever reads."""
+    what = "Claude Code config dir" if target.tool == "claude" else "Codex home"
+    where = target.config_dir
+    if where.is_dir():
+        return target
+    if where.exists() or where.is_symlink():
+        raise SettingsError(f"the {what} {where} is not a directory; nothing was written")
+    if not create:
+        raise SettingsError(
+            f"the {what} {where} does not exist (a typo?): name one that does, or pass "
+            "--create to make it; nothing was written"
+        )
+    ensure_dir(where)
+    return target
 
 
 # -- merging hook entries ----------------------------------------------------------------------
@@ -285,6 +307,8 @@ def install(
     a ``codex`` binary is given, Codex is then asked whether it trusts the entries, and any hash
     it disagrees with is replaced by the one it reports."""
     command = hook_command(target.tool, home=home)
+    # The launcher first: the command installed names it, and it names this fleet.
+    write_launcher(home)
     # With Codex to ask, a hash already in config.toml stays until Codex says it is wrong: it may
     # be one Codex reported earlier, which fleet's copy of the recipe would undo every time.
     merge: Merge = lambda hooks: desired_hooks(target, hooks, command)  # noqa: E731
@@ -458,14 +482,34 @@ def _command_problems(command: str) -> list[str]:
     argv = command_argv(command)
     if len(argv) < 2:
         return [f"cannot parse the installed hook command {command!r}"]
+    launchers = [w for w in argv[1:] if Path(w).name == LAUNCHER]
+    if launchers:
+        return _launcher_problems(Path(launchers[0]))
     problems = []
     python = argv[0]
     if not os.path.isabs(python) or not os.access(python, os.X_OK):
-        problems.append(f"the hook's interpreter {python} does not exist or is not executable")
+        problems.append(
+            f"the hook's interpreter {python} is gone (fleet was moved or removed): every tool "
+            "call prints an error; run `fleet hooks install` from the fleet you use now"
+        )
     scripts = [w for w in argv[1:] if Path(w).name == HOOK_SCRIPT]
     if not scripts or not Path(scripts[0]).is_file():
         problems.append(f"the hook program {scripts[0] if scripts else HOOK_SCRIPT} is missing")
     return problems
+
+
+def _launcher_problems(launcher: Path) -> list[str]:
+    """Why the launcher at ``launcher`` would not reach a fleet (it then records nothing)."""
+    fix = "run `fleet hooks install` from the fleet you use now (it repoints every profile)"
+    names = launcher_names(launcher)
+    if names is None:
+        return [f"the hook launcher {launcher} is missing or unreadable: {fix}"]
+    python, script = names
+    if not os.access(python, os.X_OK) or not Path(script).is_file():
+        gone = python if not os.access(python, os.X_OK) else script
+        return [f"the hook launcher names {gone}, which is gone (fleet was moved or removed), "
+                f"so the hook records nothing: {fix}"]
+    return []
 
 
 def iter_fleet_commands(target: Target) -> Iterator[str]:

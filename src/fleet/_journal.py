@@ -143,7 +143,11 @@ def exists(home: Path, worker: str) -> bool:
 def require(home: Path, worker: str) -> Path:
     path = journal_path(home, worker)
     if not path.is_file():
-        raise UnknownWorker(f"no worker {worker!r} in {home} (register it first)")
+        import difflib
+
+        close = difflib.get_close_matches(worker, list_workers(home), n=1)
+        hint = f"did you mean {close[0]}?" if close else "register it first"
+        raise UnknownWorker(f"no worker {worker!r} in {home} ({hint})")
     return path
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from fleet._cli._common import attention_summary
 from fleet._cli.core import STATUS_HEADERS, status_row
 from fleet._core.fold import WorkerState
 
@@ -46,13 +47,17 @@ def render(states: Iterable[WorkerState], now: float, *, quit_key: bool = True) 
     rows = ordered(states)
     waiting = sum(s.needs_attention for s in rows)
     hint = "q to quit" if quit_key else "Ctrl-C to stop"
-    caption = (f"{len(rows)} workers, {waiting} need attention · {time.strftime('%H:%M:%S')}"
-               f" · {hint}")
+    caption = f"{attention_summary(len(rows), waiting)} · {time.strftime('%H:%M:%S')} · {hint}"
     table = Table(caption=caption, caption_justify="left", header_style="bold", box=None,
-                  pad_edge=False)
-    for header in STATUS_HEADERS:
-        table.add_column(header.upper(), no_wrap=header in ("worker", "state", "mark"),
-                         overflow="ellipsis")
+                  pad_edge=False, padding=(0, 2, 0, 0))
+    cells_of = [status_row(s, now) for s in rows]
+    for i, header in enumerate(STATUS_HEADERS):
+        # One line per worker on any width: a narrow terminal cuts the least important cells
+        # ("…") rather than wrapping a reason one word per line; ids and states stay whole.
+        whole = header in ("worker", "state")
+        widest = max([len(header), *(len(c[i]) for c in cells_of)])
+        table.add_column(header.upper(), no_wrap=True, overflow="ellipsis",
+                         min_width=widest if whole else min(widest, len(header)))
     for s in rows:
         cells = status_row(s, now)
         style = STATE_STYLES.get(s.state, "")

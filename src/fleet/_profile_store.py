@@ -94,7 +94,13 @@ def add(
     from fleet import _settings
 
     full = full_name(name, tool)
-    entry = {"configDir": str(expand(config_dir).absolute())}
+    where = expand(config_dir).absolute()
+    if where.exists() and not where.is_dir():
+        # A dir not made yet is fine (the first login makes it); a file never becomes one.
+        what = "Codex home" if full.startswith("codex:") else "Claude Code config dir"
+        raise SettingsError(f"--config-dir {where} is a file, not a directory: name the {what} "
+                            "itself; nothing was added")
+    entry = {"configDir": str(where)}
     for key, value in (("model", model), ("endpoint", endpoint), ("keyFrom", key_from)):
         if value is not None:
             entry[key] = value

@@ -144,16 +144,40 @@ def _clausona_profiles(
         raise ToolError(str(exc)) from None
 
 
+def closest_profile(name: str, profiles: Iterable[Profile]) -> str | None:
+    """The name of the profile ``name`` most likely meant (a typo of its bare name, on the
+    same tool when ``name`` says one), or None when nothing is close. The bare names are
+    compared: every ``claude:`` name would otherwise look alike."""
+    import difflib
+
+    tool, _, short = name.strip().lower().rpartition(":")
+    by_short: dict[str, str] = {}
+    for p in profiles:
+        if not tool or p.name.lower().startswith(tool + ":"):
+            by_short.setdefault(p.short.lower(), p.name)
+    close = difflib.get_close_matches(short, list(by_short), n=1, cutoff=0.6)
+    return by_short[close[0]] if close else None
+
+
 def find_profile(name: str, profiles: Iterable[Profile]) -> Profile:
-    """The profile called ``name`` (``tool:name`` or a unique bare name, any case)."""
+    """The profile called ``name`` (``tool:name`` or a unique bare name, any case); a
+    SettingsError naming the known profiles and the closest one otherwise."""
     pool = list(profiles)
     found = resolve(name, pool)
     if isinstance(found, str):
         if found.startswith("no profile"):
             have = ", ".join(p.name for p in pool) or "none"
-            raise SettingsError(f"no profile {name!r} (there are: {have}): {NO_PROFILES_HELP}")
+            close = closest_profile(name, pool)
+            hint = f"did you mean {close}?" if close else NO_PROFILES_HELP
+            raise SettingsError(f"no profile {name!r} (there are: {have}): {hint}")
         raise SettingsError(found)
     return found
+
+
+def require_profile(name: str, *, runner: Runner | None = None) -> Profile:
+    """The known profile ``name`` names, checked before a worker is started on it: a worker on
+    a profile nobody knows would get a worktree, a journal and an agent that dies at once."""
+    return find_profile(name, load_profiles(runner=runner))
 
 
 def coordinator_dir(tool: str, env: Mapping[str, str] | None = None) -> Path:

@@ -135,21 +135,23 @@ def format_line(line: ReportLine) -> str:
     return f"{worker}: {who}; {where} @ {branch}; {verdict}; {outcome}: {why}"
 
 
-def format_report(lines: Sequence[ReportLine]) -> str:
-    """A table, one row per worker, and a summary line."""
+def format_report(lines: Sequence[ReportLine], *, width: int | None = None) -> str:
+    """A table, one row per worker, and a summary line. With ``width`` (a terminal's), the
+    table fits it: the why, the workspace and the branch give up width first."""
+    from fleet._text import render_table
+
     if not lines:
         return "no workers"
     rows = [_cells(line) for line in lines]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
-    out = ["  ".join(h.upper().ljust(widths[i]) for i, h in enumerate(HEADERS)).rstrip()]
-    out.extend("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows)
+    out = [render_table(rows, HEADERS, width=width, shrink=(6, 2, 3, 1))]
     retired = sum(line.outcome == "retired" for line in lines)
     checked = sum(line.verdict == "checked" for line in lines)
     claimed = sum(line.verdict == "claimed" for line in lines)
     failed = sum(line.verdict == "failed" for line in lines)
     out.append("")
     out.append(
-        f"{len(lines)} workers: {checked} checked, {failed} failed, {claimed} only claimed; "
+        f"{len(lines)} worker{'' if len(lines) == 1 else 's'}: "
+        f"{checked} checked, {failed} failed, {claimed} only claimed; "
         f"{retired} retired, {len(lines) - retired} kept"
     )
     return "\n".join(out)

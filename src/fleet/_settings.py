@@ -164,6 +164,30 @@ def get(key: str, path: str | os.PathLike[str] | None = None, default: Any = Non
     return node
 
 
+#: What an unset key means, for `fleet settings get` to say (keys absent here mean "none").
+DEFAULTS: Final[dict[str, str]] = {
+    "workers": "every profile may be a worker",
+    "routing": "the default order",
+    "maxUsage": f"{Settings().max_usage:g}",
+    "retire": Settings().retire,
+    "adapter": Settings().adapter,
+    "permissions": "bypassPermissions headless, default in an app",
+    "hub": "no hub",
+    "profiles": "none of fleet's own",
+}
+
+
+def check_key(key: str) -> str:
+    """``key`` when fleet knows it (its first part, and a ``hub`` subkey); a SettingsError
+    naming the closest known key otherwise, so a typo is told apart from a key not set."""
+    parts = _split(key)
+    if parts[0] not in KNOWN_KEYS:
+        raise _unknown("settings key", parts[0], KNOWN_KEYS)
+    if parts[0] == "hub" and len(parts) > 1 and parts[1] not in HUB_KEYS:
+        raise _unknown("settings key", f"hub.{parts[1]}", tuple(f"hub.{k}" for k in HUB_KEYS))
+    return key
+
+
 def _unknown(what: str, name: str, known: tuple[str, ...]) -> SettingsError:
     close = difflib.get_close_matches(name, known, n=1) or [
         k for k in known if k.lower() == name.lower()

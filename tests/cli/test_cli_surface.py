@@ -39,7 +39,7 @@ EVERY = _walk(build_parser())
 #: print their own help and exit 2, so there is nothing for --json to shape.
 #: Commands that do something alone and have subcommands too: `fleet profiles` lists the
 #: profiles, `fleet profiles add` adds one. They are leaves as well as groups of leaves.
-RUN_ALONE = {("profiles",)}
+RUN_ALONE = {("profiles",), ("settings",)}
 GROUPS = {path for path, parser in EVERY if _subcommands(parser)} - RUN_ALONE
 #: Commands that print nothing a --json switch could shape (`mcp serve` speaks MCP on stdout).
 NEVER_PRINT: dict[tuple[str, ...], str] = {
@@ -62,7 +62,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_the_walk_covers_every_command() -> None:
     assert {path[0] for path, _ in EVERY} == set(COMMANDS)
-    assert {("hooks",), ("mcp",), ("settings",), ("superset",), ("workspace",)} == GROUPS
+    assert {("hooks",), ("mcp",), ("superset",), ("workspace",)} == GROUPS
     assert all(_subcommands(parser) for path, parser in EVERY if path in RUN_ALONE)
     assert len(EVERY) > len(COMMANDS)  # subcommands were found too
 
@@ -346,4 +346,4 @@ def test_the_distribution_says_what_fleet_is_and_carries_its_license() -> None:
     assert project["authors"] == [{"name": "fleet developers"}]
     assert (root / "LICENSE").read_text().startswith("MIT License\n\nCopyright (c) ")
     readme = (root / "README.md").read_text()
-    assert "pipx install fleet-agents" in readme and "uv tool install fleet-agents" in readme
+    assert "pipx install ." in readme and "uv tool install ." in readme

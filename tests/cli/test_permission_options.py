@@ -43,7 +43,8 @@ def test_start_refuses_a_mode_from_the_profile_settings(
 ) -> None:
     settings = tmp_path / "fleet.json"
     settings.write_text(json.dumps(
-        {"permissions": {"profiles": {"claude:work": {"mode": "acceptEdits"}}}}))
+        {"permissions": {"profiles": {"claude:work": {"mode": "acceptEdits"}}},
+         "profiles": {"claude:work": {"configDir": str(tmp_path)}}}))
     monkeypatch.setenv("FLEET_SETTINGS", str(settings))
     code, _, err = run(capsys, "start", "w1", "--task", str(tmp_path / "b.md"),
                        "--repo", str(repo.path), "--profile", "claude:work")

@@ -38,7 +38,7 @@ def test_register_status_log_seen(capsys: pytest.CaptureFixture[str], worktree: 
     assert (row["state"], row["mark"], row["needs_attention"]) == ("stopped", "w1@1", True)
     assert row["profile"] == "claude:work" and row["branch"] == "fleet/w1"
     code, out, _ = run(capsys, "status")
-    assert "! w1" in out and "stopped" in out and "1 need attention" in out
+    assert "! w1" in out and "stopped" in out and "1 needs attention" in out
     assert run(capsys, "seen", "w1@1")[0] == 0
     code, out, _ = run(capsys, "status", "--json")
     assert json.loads(out)[0]["needs_attention"] is False

@@ -73,7 +73,8 @@ def test_the_demo_runs_from_a_built_wheel(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(done.stdout)
-    assert str(site / "fleet" / "_hook" / "fleet_hook.py") in data["hook"]
+    assert data["hook_program"] == str(site / "fleet" / "_hook" / "fleet_hook.py")
+    assert "/bin/fleet-hook --tool claude" in data["hook"]  # through the launcher
     assert [line["outcome"] for line in data["report"]] == ["retired"] * 3
 
 

@@ -124,3 +124,21 @@ def hook(home: Path, tmp_path: Path) -> Hook:
     elsewhere.mkdir()
     index_worktree(home, "w1", str(worktree))
     return Hook(home=home, worktree=worktree, elsewhere=elsewhere)
+
+
+@pytest.fixture
+def set_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A machine set up as the README says: an agent CLI that tells its release, and
+    ``~/.claude`` with fleet's hook installed. Returns the config dir."""
+    from fleet._hook_install import claude_target, install
+
+    agents = tmp_path / "agent-bin"
+    agents.mkdir()
+    claude = agents / "claude"
+    claude.write_text('#!/bin/sh\necho "2.1.332 (Claude Code)"\n')
+    claude.chmod(0o755)
+    monkeypatch.setenv("FLEET_CLAUDE", str(claude))
+    config = Path(os.environ["HOME"]) / ".claude"
+    config.mkdir()
+    install(claude_target(config, claude_version="2.1.332"), home=os.environ["FLEET_HOME"])
+    return config

@@ -40,8 +40,10 @@ def test_command_prints_what_gets_installed(
     code, data = run_json(capsys, "hooks", "command", "--tool", "codex")
     assert data["command"] == hook_command("codex", home=home)
     assert data["argv"][1:3] == ["-I", "-S"]
+    assert data["launcher"] == str(home / "bin" / "fleet-hook")
+    assert f"/bin/sh {data['launcher']} --tool codex" in data["command"]
     cfg = tmp_path / "cfg"
-    run(capsys, "hooks", "install", "--config-dir", str(cfg))
+    run(capsys, "hooks", "install", "--config-dir", str(cfg), "--create")
     settings = json.loads((cfg / "settings.json").read_text())
     assert settings["hooks"]["Stop"][0]["hooks"][0]["command"] == out.strip()
 
@@ -49,7 +51,7 @@ def test_command_prints_what_gets_installed(
 def test_install_status_uninstall(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cfg, codex = tmp_path / "cfg", tmp_path / "codex"
     targets = ["--config-dir", str(cfg), "--codex-home", str(codex)]
-    code, changes = run_json(capsys, "hooks", "install", *targets)
+    code, changes = run_json(capsys, "hooks", "install", *targets, "--create")
     assert code == 0 and [c["changed"] for c in changes] == [True, True]
     assert [len(c["events"]) for c in changes] == [len(CLAUDE_EVENTS), len(CODEX_EVENTS)]
     code, changes = run_json(capsys, "hooks", "install", *targets)
@@ -133,7 +135,10 @@ def test_trust_and_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     wt.mkdir()
     code, data = run_json(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt), "--check")
     assert code == 4 and data["trusted"] is False
-    code, data = run_json(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt))
+    code, out, err = run(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt))
+    assert (code, out) == (1, "") and "does not exist (a typo?)" in err and not cfg.exists()
+    code, data = run_json(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt),
+                          "--create")
     assert code == 0 and data["trusted"] is True
     code, out, _ = run(capsys, "trust", "--config-dir", str(cfg), "--path", str(wt), "--check")
     assert code == 0 and "trusted" in out
@@ -145,13 +150,24 @@ def test_trust_and_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 class TestDoctor:
-    def test_healthy(self, capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    def test_healthy(self, capsys: pytest.CaptureFixture[str], home: Path, set_up: Path) -> None:
         code, report = run_json(capsys, "doctor")
         assert code == 0 and report["ok"] and report["problems"] == []
         assert report["hook_program"] and Path(report["hook_program"]).is_file()
+        assert [(a["tool"], a["version"]) for a in report["agents"]] == [
+            ("claude", "2.1.332"), ("codex", None)]
+        assert [s["target"] for s in report["hooks"]] == [f"claude:{set_up}"]
+
+    def test_nothing_set_up_is_not_ok(
+        self, capsys: pytest.CaptureFixture[str], home: Path
+    ) -> None:
+        code, out, _ = run(capsys, "doctor")
+        assert code == 1 and "ok:" not in out
+        assert "problem: no agent CLI found" in out and "  do: install one: npm install" in out
+        assert "problem: nothing to check: no Claude Code config dir" in out
 
     def test_reports_hook_failures(
-        self, capsys: pytest.CaptureFixture[str], hook: Hook
+        self, capsys: pytest.CaptureFixture[str], hook: Hook, set_up: Path
     ) -> None:
         hook.run(b"not json", project=hook.worktree)
         hook.run(claude_payloads()["Stop"], env={"FLEET_WORKER": "Bad!"})
@@ -200,11 +216,11 @@ def test_status_without_a_target_checks_the_default_config_dirs(
     assert (code, out) == (1, "")
     assert "no Claude Code config dir" in err and str(tmp_path / ".claude") in err
     assert "name a target with --config-dir DIR" in err and err.count("\n") == 1
-    run(capsys, "hooks", "install", "--config-dir", str(tmp_path / ".claude"))
+    run(capsys, "hooks", "install", "--config-dir", str(tmp_path / ".claude"), "--create")
     code, statuses = run_json(capsys, "hooks", "status")
     assert code == 0 and [s["target"] for s in statuses] == [f"claude:{tmp_path}/.claude"]
     assert statuses[0]["will_run"]
-    run(capsys, "hooks", "install", "--codex-home", str(tmp_path / ".codex"))
+    run(capsys, "hooks", "install", "--codex-home", str(tmp_path / ".codex"), "--create")
     code, out, _ = run(capsys, "hooks", "status")
     assert code == 0 and str(tmp_path / ".codex") in out and "NO" not in out
     other = tmp_path / "elsewhere"

@@ -107,7 +107,8 @@ def test_cli_names_codex_and_reports_its_verdict(
     from fleet._cli import main
 
     codex_home = str(tmp_path / "codex")
-    assert main(["hooks", "install", "--codex-home", codex_home, "--codex-bin", fake_codex]) == 0
+    assert main(["hooks", "install", "--codex-home", codex_home, "--codex-bin", fake_codex,
+                 "--create"]) == 0
     out = capsys.readouterr().out
     assert "trusts every entry" in out
     assert main(["hooks", "status", "--codex-home", codex_home, "--codex-bin", fake_codex,

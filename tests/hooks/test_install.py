@@ -12,7 +12,16 @@ import pytest
 import tomlkit
 
 from fleet._errors import SettingsError
-from fleet._hook_command import command_argv, hook_command, hook_script_path, is_fleet_command
+from fleet._hook_command import (
+    command_argv,
+    hook_command,
+    hook_python,
+    hook_script_path,
+    is_fleet_command,
+    launcher_names,
+    launcher_path,
+    write_launcher,
+)
 from fleet._hook_install import (
     CLAUDE_EVENTS,
     CODEX_EVENTS,
@@ -51,15 +60,17 @@ def write_json(path: Path, data: Any) -> bytes:
 # -- the command -------------------------------------------------------------------------------
 
 
-def test_command_is_absolute_isolated_and_bakes_the_home(home: Path) -> None:
+def test_command_runs_the_launcher_which_runs_this_fleet_isolated(home: Path) -> None:
     command = hook_command("codex", home=home)
     # SIGTERM is ignored before the interpreter starts, which replaces the shell
     assert command.startswith("trap '' TERM; exec ")
     argv = command_argv(command)
-    assert Path(argv[0]).is_absolute() and Path(argv[0]).exists()
-    assert argv[1:3] == ["-I", "-S"]
-    assert Path(argv[3]) == hook_script_path() and Path(argv[3]).is_file()
-    assert argv[4:] == ["--tool", "codex", "--home", str(home)]
+    assert argv == ["/bin/sh", str(launcher_path(home)), "--tool", "codex", "--home", str(home)]
+    write_launcher(home)
+    text = launcher_path(home).read_text()
+    assert launcher_names(launcher_path(home)) == (hook_python(), str(hook_script_path()))
+    assert Path(hook_python()).is_absolute() and hook_script_path().is_file()
+    assert 'exec "$py" -I -S "$hook" "$@"' in text
 
 
 def test_command_quotes_awkward_paths(tmp_path: Path) -> None:
@@ -217,15 +228,14 @@ class TestClaude:
         cfg = tmp_path / "cfg"
         assert not status(claude_target(cfg), home=home).will_run
         install(claude_target(cfg), home=home)
-        data = settings(cfg)
-        for groups in data["hooks"].values():
-            for handler in groups[0]["hooks"]:
-                handler["command"] = handler["command"].replace(
-                    str(hook_script_path()), str(tmp_path / "gone" / "fleet_hook.py")
-                )
-        write_json(cfg / "settings.json", data)
+        launcher = launcher_path(home)
+        launcher.write_text(launcher.read_text().replace(
+            str(hook_script_path()), str(tmp_path / "gone" / "fleet_hook.py")))
         st = status(claude_target(cfg), home=home)
-        assert not st.will_run and any("is missing" in p for p in st.problems)
+        assert not st.will_run and any("which is gone" in p for p in st.problems)
+        launcher.unlink()
+        st = status(claude_target(cfg), home=home)
+        assert not st.will_run and any("launcher" in p and "missing" in p for p in st.problems)
 
         install(claude_target(cfg), home=home)
         data = settings(cfg)

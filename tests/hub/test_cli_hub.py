@@ -60,7 +60,7 @@ def test_status_wait_seen_log_hosts_and_report_over_the_hub(
     assert (row["worker"], row["state"], row["mark"], row["host"], row["host_state"]) == (
         "box/w1", "done", "box/w1@4", "box", "online")
     code, out, _ = _run(capsys, *c, "status", *hub)
-    assert "! box/w1" in out and out.rstrip().endswith("1 workers on 1 hosts, 1 need attention")
+    assert "! box/w1" in out and out.rstrip().endswith("1 worker on 1 host, 1 needs attention")
     code, out, _ = _run(capsys, *c, "wait", *hub, "--timeout", "5", "--json")
     woke = json.loads(out)
     assert code == 0 and woke["seen_hint"] == ["box/w1@4"]

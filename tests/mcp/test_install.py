@@ -137,8 +137,8 @@ def test_serve_without_the_sdk_says_how_to_install_it(
     monkeypatch.setattr(fleet._mcp, "sdk_available", lambda: False)
     code, out, err = run(capsys, "mcp", "serve")
     assert (code, out) == (Exit.ERROR, "")
-    assert err == f"fleet: {fleet._mcp.SDK_MISSING}\n"
-    assert "pip install 'fleet-agents[mcp]'" in err
+    assert err == f"fleet: {fleet._mcp.sdk_missing()}\n"
+    assert err.startswith(f"fleet: {fleet._mcp.SDK_MISSING}: ") and "[mcp]'" in err
 
 
 def test_import_fleet_does_not_import_the_sdk() -> None:

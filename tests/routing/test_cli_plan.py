@@ -112,7 +112,8 @@ def test_plan_table_shows_rules_warnings_and_the_ok(
     assert out.rstrip().splitlines()[-1] == (
         "not ready: some tasks have no eligible profile: name one (--assign) or free one up"
     )
-    assert "ready to start" not in out.replace("not ready", "") and "needs your OK" not in out
+    assert code == 4, "a plan that cannot start every task is refused"
+    assert "ready to start" not in out.replace("not ready", "") and "ask before" not in out
 
 
 def test_plan_use_replaces_workers_and_start_skips_the_ok(

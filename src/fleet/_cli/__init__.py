@@ -5,8 +5,10 @@ one-line messages and meaningful exit codes."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -25,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.adapters",
     "fleet._cli.mcp",
     "fleet._cli.hub",
+    "fleet._cli.completion",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -58,6 +61,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "fleet._cli.mcp",
     "ship": "fleet._cli.hub",
     "hosts": "fleet._cli.hub",
+    "completion": "fleet._cli.completion",
 }
 
 DESCRIPTION = """\
@@ -78,8 +82,44 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show fleet's version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        sys.stdout.write(f"fleet {_version()}\n")
+        # The distribution's name too: `fleet` on PyPI is an unrelated package, and this line
+        # is how a user tells which one is on PATH.
+        from fleet._install import installation
+
+        found = installation()
+        where = f", from {found.source}" if found.source else ""
+        sys.stdout.write(f"fleet {found.version} ({DISTRIBUTION}{where})\n")
         parser.exit()
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs folded to the terminal, paragraph by paragraph: prose is
+    refilled (however its source lines were cut), while laid-out blocks (a heading ending in
+    ':', indented lines: option lists, examples, file samples) are kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        def fill(prose: list[str]) -> list[str]:
+            return textwrap.wrap(" ".join(" ".join(prose).split()), width,
+                                 initial_indent=indent, subsequent_indent=indent,
+                                 break_on_hyphens=False) if prose else []
+
+        out: list[str] = []
+        prose: list[str] = []
+        for line in text.strip("\n").splitlines():
+            heading = line.rstrip().endswith(":") and len(line) < width
+            if line.strip() and not line[:1].isspace() and (not heading or prose):
+                prose.append(line)
+                if heading:  # "... Keys:": the prose ends, the laid-out block follows
+                    out += fill(prose)
+                    prose = []
+                continue
+            out += fill(prose)
+            prose = []
+            out.append(indent + line if line.strip() else "")
+        out += fill(prose)
+        return "\n".join(out) + "\n"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,10 +130,33 @@ class _Parser(argparse.ArgumentParser):
     #: subcommand took (`fleet status --bogus`) here, and the help to read is the command's.
     command: str | None = None
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # One formatter for every command, whatever formatter_class it was given.
+        return _Help(prog=self.prog)
+
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("fleet").strip() or self.command or ""
+        message = _suggest(message)
         self.exit(Exit.USAGE, f"fleet: {where + ': ' if where else ''}{message} "
                   f"(see `{' '.join(['fleet', where]).strip()} --help`)\n")
+
+
+_INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+def _suggest(message: str) -> str:
+    """argparse's "invalid choice" with the closest choice named, and the list kept short: a
+    typed command or action is most often a typo of one."""
+    found = _INVALID_CHOICE.match(message)
+    if found is None:
+        return message
+    what, typed, listed = found.groups()
+    # Quoted up to Python 3.12, bare from 3.13 on.
+    choices = re.findall(r"'([^']*)'", listed) or [c.strip() for c in listed.split(",")]
+    close = difflib.get_close_matches(typed, choices, n=1, cutoff=0.6)
+    if close:
+        return f"argument {what}: invalid choice: {typed!r}: did you mean {close[0]!r}?"
+    return message
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -137,15 +200,6 @@ def _command_of(argv: Sequence[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,15 +6,16 @@ import argparse
 import enum
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 import orjson
 
-#: The name fleet is published and installed under (`pip install fleet-agents`); the import
-#: name and the command are `fleet`.
-DISTRIBUTION: Final = "fleet-agents"
+from fleet import _install
+
+#: The name fleet is built and installed under; the import name and the command are `fleet`.
+DISTRIBUTION: Final = _install.DISTRIBUTION
 
 
 class Exit(enum.IntEnum):
@@ -152,15 +153,39 @@ def age(ts: float | None, now: float | None = None) -> str:
     return f"{seconds // 86400:.0f}d"
 
 
-def table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lines = ["  ".join(h.upper().ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    return "\n".join(lines)
+def table(
+    rows: list[list[str]],
+    headers: list[str],
+    *,
+    shrink: Sequence[int] | None = None,
+    colour: Callable[[int, int], str | None] | None = None,
+) -> str:
+    """A plain table. On a terminal it fits the window (the ``shrink`` columns give up width,
+    least important first; by default every column but the first, from the last) and cells
+    take ``colour``; piped, it is whole and plain (see :mod:`fleet._text`)."""
+    from fleet._text import colour_on, render_table, terminal_width
+
+    width = terminal_width()
+    order = shrink if shrink is not None else range(len(headers) - 1, 0, -1)
+    return render_table(rows, headers, width=width, shrink=list(order),
+                        colour=colour if colour is not None and colour_on() else None)
+
+
+def say(text: str) -> None:
+    """Print a sentence: folded to the terminal's width on one, whole when piped."""
+    from fleet._text import terminal_width, wrap
+
+    print(wrap(text, terminal_width()))
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 worker``, ``2 workers`` (``many`` when the plural is not ``word`` + s)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def attention_summary(total: int, waiting: int) -> str:
+    """``3 workers, 1 needs attention``: the line under every table of workers."""
+    return f"{plural(total, 'worker')}, {waiting} {'needs' if waiting == 1 else 'need'} attention"
 
 
 def one_line(text: str, limit: int = 80) -> str:

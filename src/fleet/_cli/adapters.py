@@ -155,7 +155,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "its limit; the choice and why are printed.",
     )
     p.add_argument("worker")
-    p.add_argument("--profile", metavar="P", help="clausona profile to hand the task to")
+    p.add_argument("--profile", metavar="P", help="the profile to hand the task to")
     p.add_argument("--model", metavar="M", help="model to run")
     p.add_argument(
         "--brief",

@@ -15,6 +15,7 @@ from fleet._cli._common import (
     add_examples,
     add_json,
     age,
+    attention_summary,
     one_line,
     print_json,
     seconds,
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("worker", help="worker id: lowercase letters, digits, '.', '_', '-'")
     p.add_argument("--worktree", required=True, metavar="PATH", help="the worker's worktree")
     p.add_argument("--tool", choices=["claude", "codex"], help="the agent CLI it runs")
-    p.add_argument("--profile", metavar="P", help="clausona profile it runs on")
+    p.add_argument("--profile", metavar="P", help="the profile it runs on")
     p.add_argument("--model", metavar="M", help="model it runs")
     p.add_argument(
         "--adapter",
@@ -240,6 +241,19 @@ def status_row(state: WorkerState, now: float) -> list[str]:
 
 STATUS_HEADERS = [
     "worker", "state", "reason", "for", "mark", "profile", "mode", "branch", "last event"]
+#: The columns that give up width on a narrow terminal, least important first.
+STATUS_SHRINK = (8, 7, 6, 5, 4, 2)
+
+
+def status_table(states: list[WorkerState], now: float) -> str:
+    """The status table: fits the terminal, states in colour (plain when piped)."""
+    from fleet._text import STATE_COLOURS
+
+    def colour(row: int, column: int) -> str | None:
+        return STATE_COLOURS.get(states[row].state) if column == 1 else None
+
+    return table([status_row(s, now) for s in states], STATUS_HEADERS, shrink=STATUS_SHRINK,
+                 colour=colour)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -277,9 +291,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not states:
         print("no workers (register one with `fleet register WORKER --worktree PATH`)")
         return Exit.OK
-    print(table([status_row(s, now) for s in states], STATUS_HEADERS))
+    print(status_table(states, now))
     waiting = sum(s.needs_attention for s in states)
-    print(f"\n{len(states)} workers, {waiting} need attention")
+    print(f"\n{attention_summary(len(states), waiting)}")
     for note in notes:
         print(f"note: {note}")
     return Exit.OK

@@ -17,6 +17,7 @@ from fleet._cli._common import (
     one_line,
     print_json,
     progress,
+    say,
     seconds,
     to_jsonable,
 )
@@ -273,16 +274,16 @@ def describe_candidate(c: Candidate) -> str:
 
 def print_outcome(o: Outcome) -> None:
     if o.retired and o.reason == "already retired":
-        print(f"{o.worker}: already retired" + (f" (snapshot {o.ref})" if o.ref else ""))
+        say(f"{o.worker}: already retired" + (f" (snapshot {o.ref})" if o.ref else ""))
     elif o.retired:
         took = ""
         if o.ignored is not None and (o.ignored.files or o.ignored.dirs):
             took = f" with {o.ignored.describe()}"
         but = "".join(f"; but {w}" for w in o.warnings)
-        print(f"{o.worker}: retired; {o.worktree} removed{took}, branch {o.branch} kept, "
+        say(f"{o.worker}: retired; {o.worktree} removed{took}, branch {o.branch} kept, "
               f"snapshot {o.ref}{but}")
     else:
-        print(f"{o.worker}: kept: {o.reason}")
+        say(f"{o.worker}: kept: {o.reason}")
 
 
 def cmd_retire(args: argparse.Namespace) -> int:
@@ -383,7 +384,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         print_json([to_jsonable(line) for line in lines])
     else:
-        print(format_report(lines))
+        from fleet._text import terminal_width
+
+        print(format_report(lines, width=terminal_width()))
     return Exit.OK
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import attrs
 
-from fleet import _agents, _health, _hook_command, _hook_install, _trust
+from fleet import _agents, _doctor, _health, _hook_command, _hook_install, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
-from fleet._errors import SettingsError
+from fleet._errors import FleetError, SettingsError
 from fleet._home import hook_errors_path, resolve_home, workers_dir
 from fleet._journal import list_workers
 
@@ -21,8 +21,8 @@ TARGETS_HELP = """\
 targets (at least one; each may be repeated):
   --config-dir DIR   a Claude Code config dir (settings.json; CLAUDE_CONFIG_DIR, ~/.claude)
   --codex-home DIR   a Codex home (hooks.json and the trust entries in config.toml)
-  --profile NAME     a clausona profile (tool:name, or a name unique across tools)
-  --all-profiles     every clausona profile
+  --profile NAME     a profile of `fleet profiles` (tool:name, or a name unique across tools)
+  --all-profiles     every profile `fleet profiles` lists
 """
 
 
@@ -30,9 +30,10 @@ def add_targets(p: argparse.ArgumentParser, *, many: bool = True) -> None:
     action = "append" if many else "store"
     p.add_argument("--config-dir", action=action, metavar="DIR", help="a Claude Code config dir")
     p.add_argument("--codex-home", action=action, metavar="DIR", help="a Codex home")
-    p.add_argument("--profile", action=action, metavar="NAME", help="a clausona profile")
+    p.add_argument("--profile", action=action, metavar="NAME",
+                   help="a profile `fleet profiles` lists")
     if many:
-        p.add_argument("--all-profiles", action="store_true", help="every clausona profile")
+        p.add_argument("--all-profiles", action="store_true", help="every profile")
         p.add_argument(
             "--claude-bin", metavar="PATH",
             help="the Claude Code binary whose release decides which hook events are "
@@ -52,9 +53,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "hooks",
         help="install fleet's hook into Claude Code and Codex, or check it",
         description="fleet's hook records every hook event of a worker's agent session in the "
-        "worker's journal. Install it once per Claude Code config dir, Codex home or clausona "
-        "profile; sessions that are not fleet workers are left alone (the hook writes nothing "
-        "for them).",
+        "worker's journal. Install it once per Claude Code config dir, Codex home or profile "
+        "(`fleet profiles`); sessions that are not fleet workers are left alone (the hook "
+        "writes nothing for them).",
         epilog=TARGETS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -67,16 +68,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Merge fleet's hook into each target. Other hooks and keys are kept, "
         "running it again changes nothing, a malformed file is refused and left untouched, "
         "and the old file is kept as <file>.fleet-backup. For Codex it also writes the trust "
-        "entries config.toml needs for the hook to run.",
+        "entries config.toml needs for the hook to run. A named config dir must exist "
+        "(--create makes it).\n\n"
+        "The installed command runs a launcher in the fleet home (bin/fleet-hook) that names "
+        "this fleet's interpreter and hook program. With no target, it repoints every config "
+        "dir that has fleet's hook (the default ones and every profile's) at this fleet: run "
+        "it after moving or reinstalling fleet. A launcher whose fleet is gone exits 0 "
+        "silently (the agent goes on); `fleet doctor` and `fleet hooks status` say so.",
         epilog=TARGETS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_targets(p)
+    add_create(p)
     add_json(p)
     add_examples(
         p,
         "fleet hooks install --all-profiles",
         "fleet hooks install --config-dir ~/.claude --codex-home ~/.codex",
+        "fleet hooks install                # after moving fleet: repoint every one",
     )
     p.set_defaults(run=cmd_install)
 
@@ -120,9 +129,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = hsub.add_parser(
         "command",
         help="print the exact hook command that gets installed",
-        description="Print the command line `fleet hooks install` writes for TOOL: an absolute "
-        "interpreter run with -I -S, the hook program, the tool and the fleet home. "
-        "$FLEET_HOME in the agent's environment overrides the home baked in.",
+        description="Print the command line `fleet hooks install` writes for TOOL: /bin/sh "
+        "running the launcher in the fleet home (bin/fleet-hook, written by `fleet hooks "
+        "install`) with the tool and the fleet home; the launcher runs this fleet's "
+        "interpreter with -I -S on the hook program (`argv` in --json). $FLEET_HOME in the "
+        "agent's environment overrides the home baked in.",
     )
     p.add_argument("--tool", choices=_agents.TOOLS, required=True)
     add_json(p)
@@ -139,12 +150,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "projects[PATH].hasTrustDialogAccepted; Codex: config.toml [projects.\"PATH\"] "
         "trust_level), then read it back, writing again if a starting agent rewrote the "
         "file. With --check, only report: exit 0 when trusted, 4 when not.",
-        epilog=TARGETS_HELP.replace("  --all-profiles     every clausona profile\n", "").replace(
-            "at least one; each may be repeated", "exactly one"
-        ),
+        epilog=TARGETS_HELP.replace(
+            "  --all-profiles     every profile `fleet profiles` lists\n", ""
+        ).replace("at least one; each may be repeated", "exactly one"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_targets(p, many=False)
+    add_create(p)
     p.add_argument("--path", required=True, metavar="WORKTREE", help="the folder to trust")
     p.add_argument("--check", action="store_true", help="only verify; exit 4 if not trusted")
     add_json(p)
@@ -157,12 +169,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     p = sub.add_parser(
         "doctor",
-        help="report hook failures, unreadable journal lines, a missing hook program",
-        description="Check what fleet depends on: failures the hook recorded in "
-        "hook-errors.log, events that could not be journaled (per worker) and a home that "
-        "cannot be written or is full, journal lines that do not decode (per worker), and the "
-        "hook program and its interpreter. With targets, also the hook status of each. Exits 1 "
-        "when something is wrong.",
+        help="check the set-up (agents, hooks, profiles) and the journals; say what to do",
+        description="Check what fleet depends on: the agent CLIs it finds (claude, codex) "
+        "and their releases; fleet's hook in each config dir (the targets named, else the "
+        "default ones that exist and every profile's), and whether it will run (a fleet that "
+        "was moved or removed is named); failures the hook recorded in hook-errors.log, "
+        "events that could not be journaled (per worker) and a home that cannot be written or "
+        "is full, journal lines that do not decode (per worker); the home's modes and the "
+        "`fleet` on PATH. Each finding says what to do. Exits 1 when something is wrong "
+        "(warnings do not count).",
         epilog=TARGETS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -190,9 +205,17 @@ def _help(parser: argparse.ArgumentParser) -> int:
 # -- targets -----------------------------------------------------------------------------------
 
 
+def add_create(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--create", action="store_true",
+                   help="make a --config-dir / --codex-home that does not exist yet (else "
+                   "refused: most often a typo)")
+
+
 def resolve_targets(
-    args: argparse.Namespace, *, required: bool = True
+    args: argparse.Namespace, *, required: bool = True, writes: bool = False
 ) -> list[_hook_install.Target]:
+    """The targets named; with ``writes``, a --config-dir or --codex-home that does not exist
+    is refused (or made, with --create) before anything is written."""
     def many(value: Any) -> list[str]:
         if value is None:
             return []
@@ -200,6 +223,14 @@ def resolve_targets(
 
     targets = [_hook_install.claude_target(d) for d in many(args.config_dir)]
     targets += [_hook_install.codex_target(d) for d in many(args.codex_home)]
+    if writes:
+        # Every named dir is checked before any is made or written to.
+        create = bool(getattr(args, "create", False))
+        for target in targets:
+            if not create or target.config_dir.exists():
+                _hook_install.require_dir(target)
+        for target in targets:
+            _hook_install.require_dir(target, create=create)
     names = many(args.profile)
     if names or getattr(args, "all_profiles", False):
         from fleet._profiles import find_profile, load_profiles
@@ -248,10 +279,31 @@ def _with_claude_version(
             for t in targets]
 
 
+def installed_targets() -> list[_hook_install.Target]:
+    """Every config dir fleet's hook is installed in, among the default ones and every
+    profile's: what `fleet hooks install` with no target repoints."""
+    return [t for t in setup_targets()
+            if next(_hook_install.iter_fleet_commands(t), None) is not None]
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    targets = _with_claude_version(args, resolve_targets(args))
+    targets = resolve_targets(args, writes=True, required=False)
+    if not targets:
+        # No target: repoint every config dir that has fleet's hook at this fleet (after fleet
+        # was moved or reinstalled), in one command.
+        targets = installed_targets()
+        if not targets:
+            raise SettingsError(
+                "fleet's hook is installed nowhere yet: name a target: --config-dir DIR, "
+                "--codex-home DIR, --profile NAME or --all-profiles"
+            )
+    targets = _with_claude_version(args, targets)
     codex = _codex_bin(args, targets)
+    repointed = _hook_command.write_launcher(args.home)
     changes = [_hook_install.install(t, home=args.home, codex=codex) for t in targets]
+    if repointed and not args.json:
+        print(f"hook launcher {_hook_command.launcher_path(args.home)} now runs this fleet "
+              f"({_hook_command.hook_python()})")
     return _print_changes(args, changes, "installed")
 
 
@@ -338,7 +390,8 @@ def cmd_command(args: argparse.Namespace) -> int:
     argv = _hook_command.hook_argv(args.tool, home=args.home)
     command = _hook_command.hook_command(args.tool, home=args.home)
     if args.json:
-        print_json({"tool": args.tool, "command": command, "argv": argv})
+        print_json({"tool": args.tool, "command": command, "argv": argv,
+                    "launcher": str(_hook_command.launcher_path(args.home))})
     else:
         print(command)
     return Exit.OK
@@ -352,6 +405,8 @@ def cmd_trust(args: argparse.Namespace) -> int:
     if not args.check and not Path(args.path).is_dir():
         # A typo would otherwise leave a trust entry for a folder no agent will run in.
         raise SettingsError(f"{args.path} is not a directory; nothing was trusted")
+    if not args.check and (args.config_dir or args.codex_home):
+        _hook_install.require_dir(target, create=args.create)
     check = _trust.check if args.check else _trust.trust
     result = check(target, args.path)
     if args.json:
@@ -379,11 +434,40 @@ class Report:
     #: and when each worker last lost one (its marker).
     lost_events: int = 0
     events_lost_at: dict[str, float] = attrs.field(factory=dict)
+    #: The set-up's findings (serious ones are in ``problems`` too), each with what to do.
+    findings: tuple[_doctor.Finding, ...] = ()
+    agents: tuple[_doctor.Agent, ...] = ()
+
+
+def setup_targets() -> list[_hook_install.Target]:
+    """What `fleet doctor` checks with no target named: the default config dirs that exist and
+    every profile's."""
+    from fleet._profiles import load_profiles
+
+    found = default_targets()
+    with contextlib.suppress(FleetError):
+        for profile in load_profiles():
+            if profile.tool == "claude":
+                found.append(_hook_install.claude_target(profile.config_dir, profile.name))
+            elif profile.tool == "codex":
+                found.append(_hook_install.codex_target(profile.config_dir, profile.name))
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for t in found:
+        key = (t.tool, os.path.realpath(t.config_dir))
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
 
 
 def doctor(
-    home: Path, targets: list[_hook_install.Target], *, last: int = 5, codex_bin: str | None = None
+    home: Path, targets: list[_hook_install.Target], *, last: int = 5, codex_bin: str | None = None,
+    setup: bool = False,
 ) -> Report:
+    """The report of `fleet doctor`: the journals and the hook program, and with ``setup``,
+    the set-up too (the agents, the hook of each of ``targets``, the launcher, the home's
+    modes, the `fleet` on PATH)."""
     problems: list[str] = []
     try:
         script: str | None = str(_hook_command.hook_script_path())
@@ -424,10 +508,22 @@ def doctor(
             lost_at[worker] = when
             problems.append(f"worker {worker}: events were lost, the last at {_when(when)}")
     codex = _agents.find_codex(codex_bin) if any(t.tool == "codex" for t in targets) else None
+    targets = _with_claude_version(argparse.Namespace(claude_bin=None), targets)
     statuses = tuple(_hook_install.status(t, home=home, codex=codex) for t in targets)
-    for s in statuses:
-        problems.extend(f"{s.target}: {p}" for p in s.problems)
+    findings = _doctor.hook_findings(targets, statuses)
+    agents: tuple[_doctor.Agent, ...] = ()
+    if setup:
+        agents = _doctor.find_agents()
+        findings = [*_doctor.agent_findings(agents), *findings]
+        if not targets:
+            findings.append(_doctor.nothing_set_up())
+        findings += _doctor.launcher_findings(home)
+        findings += _doctor.mode_findings(home)
+        findings += _doctor.path_findings()
+    problems.extend(f.problem for f in findings if f.serious)
     return Report(
+        findings=tuple(findings),
+        agents=agents,
         ok=not problems,
         home=str(home),
         hook_program=script,
@@ -475,8 +571,9 @@ def _read_hook_errors(path: Path) -> list[str]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
+    named = resolve_targets(args, required=False)
     report = doctor(
-        home, resolve_targets(args, required=False), last=args.errors, codex_bin=args.codex_bin
+        home, named or setup_targets(), last=args.errors, codex_bin=args.codex_bin, setup=True
     )
     if args.json:
         print_json(to_jsonable(report))
@@ -484,10 +581,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"fleet home: {report.home}")
         program = report.hook_program or "MISSING"
         print(f"hook program: {program} (interpreter {report.interpreter})")
+        for agent in report.agents:
+            where = (f"{agent.path} ({agent.version or 'release unknown'})" if agent.path
+                     else "not found")
+            print(f"{agent.tool}: {where}")
+        for hook_status in report.hooks:
+            print(f"hook in {hook_status.target}: "
+                  f"{'will run' if hook_status.will_run else 'will NOT run'}")
         if report.ok:
-            print("ok: no hook failures, every journal line readable and usable")
+            print("ok: the set-up is complete, no hook failures, every journal line readable"
+                  " and usable")
+        fixes = {f.problem: f for f in report.findings}
         for problem in report.problems:
             print(f"problem: {problem}")
+            if problem in fixes:
+                print(f"  do: {fixes[problem].fix}")
+        for finding in report.findings:
+            if not finding.serious:
+                print(f"warning: {finding.problem}\n  do: {finding.fix}")
         for line in report.last_hook_errors:
             print(f"  {line}")
     sys.stdout.flush()

@@ -18,6 +18,7 @@ from fleet._cli._common import (
     add_examples,
     add_json,
     age,
+    plural,
     print_json,
     seconds,
     table,
@@ -188,6 +189,7 @@ def _ship_config(args: argparse.Namespace) -> HubConfig:
         tls_key=args.tls_key,
         host=args.host,
         heartbeat=args.heartbeat,
+        option="--nats URL",
     )
 
 
@@ -256,7 +258,8 @@ def cmd_ship(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"event": "stopped", **summary}, pretty=False)
     else:
-        print(f"shipped {shipper.shipped} lines of {len(shipper.cursors)} workers")
+        print(f"shipped {plural(shipper.shipped, 'line')} of "
+              f"{plural(len(shipper.cursors), 'worker')}")
     return Exit.OK
 
 
@@ -284,7 +287,7 @@ def cmd_hosts(args: argparse.Namespace) -> int:
     ]
     print(table(rows, ["host", "state", "reason", "heartbeat", "workers", "actions"]))
     offline = sum(h.state == "offline" for h in hosts)
-    print(f"\n{len(hosts)} hosts, {offline} offline")
+    print(f"\n{plural(len(hosts), 'host')}, {offline} offline")
     return Exit.OK
 
 
@@ -307,8 +310,10 @@ def cmd_status(args: argparse.Namespace, cfg: HubConfig) -> int:
     print(table([status_row(s, now) for s in states], STATUS_HEADERS))
     waiting = sum(s.needs_attention for s in states)
     offline = [h.host for h in hosts if h.state == "offline"]
-    where = f" on {len(hosts)} hosts" + (f" ({', '.join(offline)} offline)" if offline else "")
-    print(f"\n{len(states)} workers{where}, {waiting} need attention")
+    where = f" on {plural(len(hosts), 'host')}" + (
+        f" ({', '.join(offline)} offline)" if offline else "")
+    print(f"\n{plural(len(states), 'worker')}{where}, {waiting} "
+          f"{'needs' if waiting == 1 else 'need'} attention")
     return Exit.OK
 
 

@@ -31,7 +31,7 @@ client is Claude Code). Claude Code shows them in an interactive session started
 where Anthropic's channel feature is on for the account; otherwise it drops them. Calling wait
 works with every client.
 
-Needs the MCP SDK: pip install 'fleet-agents[mcp]'.
+Needs the MCP SDK, an optional extra: install fleet with it (`pipx install 'CHECKOUT[mcp]'`).
 """
 
 INSTALL_HELP = """\
@@ -48,8 +48,8 @@ TARGETS = """\
 targets (each may be repeated):
   --config-dir DIR   a Claude Code config dir (CLAUDE_CONFIG_DIR, ~/.claude)
   --codex-home DIR   a Codex home (CODEX_HOME, ~/.codex)
-  --profile NAME     a clausona profile
-  --all-profiles     every clausona profile
+  --profile NAME     a profile of `fleet profiles`
+  --all-profiles     every profile `fleet profiles` lists
 """
 
 
@@ -86,6 +86,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _targets(p)
+    from fleet._cli.hooks import add_create
+
+    add_create(p)
     p.add_argument("--print", action="store_true", dest="print_only",
                    help="write nothing: print the `claude mcp add` line and the Codex table")
     p.add_argument("--env-var", action="append", default=[], metavar="NAME",
@@ -137,8 +140,9 @@ def _targets(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config-dir", action="append", metavar="DIR",
                    help="a Claude Code config dir")
     p.add_argument("--codex-home", action="append", metavar="DIR", help="a Codex home")
-    p.add_argument("--profile", action="append", metavar="NAME", help="a clausona profile")
-    p.add_argument("--all-profiles", action="store_true", help="every clausona profile")
+    p.add_argument("--profile", action="append", metavar="NAME",
+                   help="a profile `fleet profiles` lists")
+    p.add_argument("--all-profiles", action="store_true", help="every profile")
 
 
 def _serve_options(p: argparse.ArgumentParser, *, name: bool = True) -> None:
@@ -186,10 +190,10 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from fleet._mcp import SDK_MISSING, sdk_available
+    from fleet._mcp import sdk_available, sdk_missing
 
     if not sdk_available():
-        raise SettingsError(SDK_MISSING)
+        raise SettingsError(sdk_missing())
     if args.key_from is not None:
         from fleet._keys import parse_key_source
 
@@ -244,10 +248,10 @@ def _version() -> str:
         return ""
 
 
-def _resolved_targets(args: argparse.Namespace) -> list[Any]:
+def _resolved_targets(args: argparse.Namespace, *, writes: bool = False) -> list[Any]:
     from fleet._cli.hooks import resolve_targets
 
-    return resolve_targets(args)
+    return resolve_targets(args, writes=writes)
 
 
 def _argv(args: argparse.Namespace) -> list[str]:
@@ -258,9 +262,13 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 def cmd_install(args: argparse.Namespace) -> int:
     from fleet._mcp import install as mcp_install
-    from fleet._mcp import sdk_available
+    from fleet._mcp import sdk_available, sdk_missing
 
     argv = _argv(args)
+    if not args.print_only and not sdk_available():
+        # A server that cannot start is worse than none: the agent shows it failing at every
+        # session. Nothing is written until this fleet has the SDK.
+        raise SettingsError(f"{sdk_missing()} (nothing was installed)")
     if args.print_only:
         line = mcp_install.claude_add_line(argv, args.name)
         snippet = mcp_install.codex_snippet(argv, args.name, args.env_var)
@@ -270,7 +278,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"Claude Code:\n  {line}\n\nCodex (config.toml):\n{snippet}", end="")
         return Exit.OK
     changes = [mcp_install.install(t, argv, args.name, args.env_var)
-               for t in _resolved_targets(args)]
+               for t in _resolved_targets(args, writes=True)]
     if args.json:
         print_json(changes)
     else:
@@ -279,9 +287,6 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"{change.tool}: {what} MCP server {change.name!r} in {change.file}")
             if change.backup:
                 print(f"  backup: {change.backup}")
-    if not sdk_available():
-        sys.stderr.write("fleet: warning: the MCP SDK is not installed here, so the server "
-                         "will not start: pip install 'fleet-agents[mcp]'\n")
     return Exit.OK
 
 

@@ -58,7 +58,7 @@ nothing. A change keeps every other key already in the file, unknown ones too; a
 not a JSON object is refused and left untouched."""
 
 PLAN_DESCRIPTION = """\
-Decide which clausona profile runs each task of TASKS.toml, and say why. Nothing is started.
+Decide which profile runs each task of TASKS.toml, and say why. Nothing is started.
 
 Rules, in order: what you said (a task's `profile`, --assign, or --use / `use`, which replaces
 settings `workers` for this plan); then the settings (`workers` is the only pool; `routing`
@@ -70,8 +70,10 @@ then most headroom; a checker on a third profile (neither its worker's nor the c
 A named profile the defaults would skip is used, with a warning saying what it risks. A task no
 profile can take is shown as such, never guessed.
 
-The plan needs your OK before starting when neither the request nor the settings named a
-profile (`needsOk` in --json).
+When neither the request nor the settings named a profile, the plan is fleet's own choice
+and says to ask the person you work for before starting it (`needsOk` in --json); `fleet
+run` itself does not ask. Exit 0 when every task has a profile, 4 when some task has none (the
+plan is still printed; `fleet run` would leave those tasks unstarted).
 
 TASKS.toml:
   repo = "."                  # optional, used by `fleet run`
@@ -89,7 +91,7 @@ TASKS.toml:
   checker_of = "other"        # optional: this task checks that one
 
 examples:
-  fleet plan tasks.toml                          # a table, then whether it needs your OK
+  fleet plan tasks.toml                          # a table, then whether to ask first
   fleet plan tasks.toml --json                   # rows with profile, model, configDir, launch
   fleet plan tasks.toml --assign docs=claude:glm --use claude:work --use claude:glm
 
@@ -183,12 +185,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--settings", metavar="FILE", help="settings file to use instead")
-    ssub = p.add_subparsers(dest="settings_command", metavar="ACTION", required=True)
+    add_json(p)
+    add_examples(p, "fleet settings                    # every key set, or where they would go",
+                 "fleet settings get retire", "fleet settings set retire auto")
+    # `fleet settings` alone shows them all, as `fleet settings get` does.
+    p.set_defaults(run=cmd_settings_get, key=None)
+    ssub = p.add_subparsers(dest="settings_command", metavar="ACTION")
     g = ssub.add_parser(
         "get", help="print one key (or every key)",
         description="Print KEY's value (NAME or NAME.SUBKEY, e.g. permissions.claude), or the "
-        "whole file without KEY. Text prints as is, anything else as JSON. A missing key "
-        "prints nothing and exits 1.",
+        "whole file without KEY (as `fleet settings` alone does). Text prints as is, anything "
+        "else as JSON. A key that is not set says so and its default on stderr and exits 1; "
+        "a key fleet does not know is a usage error (exit 2) naming the closest known one.",
     )
     g.add_argument("key", nargs="?", metavar="KEY")
     add_json(g)
@@ -443,6 +451,12 @@ def _parse_value(text: str) -> Any:
 
 
 def cmd_settings_get(args: argparse.Namespace) -> int:
+    if args.key is not None:
+        try:
+            _settings.check_key(args.key)
+        except SettingsError as exc:  # a typo, not a key that is unset: a usage error
+            sys.stderr.write(f"fleet: settings get: {exc}\n")
+            return Exit.USAGE
     missing = object()
     value = (
         _settings.read_raw(args.settings)
@@ -452,8 +466,15 @@ def cmd_settings_get(args: argparse.Namespace) -> int:
     if value is missing:
         if args.json:
             print_json(None)
+        else:
+            default = _settings.DEFAULTS.get(args.key.split(".")[0])
+            sys.stderr.write(f"fleet: settings get: {args.key} is not set"
+                             + (f" (default: {default})" if default else "") + "\n")
         return Exit.ERROR
-    if args.json or not isinstance(value, str):
+    if args.key is None and not value and not args.json:
+        print(f"no settings in {_settings.settings_path(args.settings)}: every key has its "
+              "default (`fleet settings --help` lists them)")
+    elif args.json or not isinstance(value, str):
         print_json(value)
     else:
         print(value)
@@ -540,8 +561,8 @@ def render_plan(p: Plan) -> str:
         lines.append("not ready: some tasks have no eligible profile: name one (--assign) or "
                      "free one up")
     elif p.needs_ok:
-        lines.append("needs your OK before starting: neither the request nor the settings named "
-                     "a profile")
+        lines.append("ready, on fleet's own choice of profiles (neither the request nor the "
+                     "settings named one): ask before starting it; `fleet run` does not ask")
     else:
         lines.append("ready to start")
     return "\n".join(lines)
@@ -568,4 +589,5 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print_json(plan_json(result))
     else:
         print(render_plan(result))
-    return Exit.OK
+    # A plan that cannot start every task is not a success, even with --start.
+    return Exit.OK if result.complete else Exit.REFUSED

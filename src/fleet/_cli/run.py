@@ -36,7 +36,8 @@ retries overload and transient errors with jittered backoff, and ends a usage or
 in blocked(limit). Follow with `fleet wait WORKER`.
 
 Where the agent runs:
-  --profile P     `clausona run P -- ...`: the profile's config dir and login
+  --profile P     a profile `fleet profiles` lists: its config dir, model and login (fleet's
+                  own through fleet-profile-run, clausona's through `clausona run P`)
   --endpoint URL  a fresh config dir for this worker only (under FLEET_HOME), seeded with
                   fleet's hooks, the effort level and the onboarding answers, so the host's
                   own login can never reach the endpoint; the key from --key-from
@@ -197,7 +198,8 @@ def _adapter_of(args: argparse.Namespace) -> str:
 
 
 def _launch_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", metavar="P", help="clausona profile to run on")
+    p.add_argument("--profile", metavar="P",
+                   help="the profile to run on (`fleet profiles` lists them)")
     p.add_argument("--endpoint", metavar="URL", help="an API endpoint (isolated config dir)")
     p.add_argument("--key-from", metavar="SRC", help=f"the endpoint's key: {KEY_SOURCE_HELP}")
     p.add_argument("--key-var", metavar="NAME",
@@ -434,6 +436,12 @@ def cmd_start(args: argparse.Namespace) -> int:
     name = _adapter_of(args)
     if name != "headless":
         return cmd_start_app(args, name)
+    if args.profile:
+        # An unknown profile is refused before anything is made, naming the known ones; the
+        # worker then runs on the profile's full name (`work` -> `claude:work`).
+        from fleet._profiles import require_profile
+
+        args.profile = require_profile(args.profile).name
     # Checked before the adapter creates a worktree or a journal. Its warnings wait for the
     # adapter's own checks, so a failing start says one thing.
     policy, warnings = start_policy(args)

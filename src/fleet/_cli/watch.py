@@ -12,15 +12,16 @@ from fleet._cli._common import (
     add_examples,
     add_json,
     age,
+    attention_summary,
     one_line,
     print_json,
     seconds,
-    table,
 )
-from fleet._cli.core import STATUS_HEADERS, status_row
+from fleet._cli.core import status_table
 from fleet._cli.hub import add_hub_args, hub_of
 from fleet._core.attention import attention_details, next_step, reason_text
 from fleet._core.fold import WorkerState
+from fleet._errors import NoWorkers
 from fleet._fleet import Fleet
 from fleet._watch import Transition, WaitResult
 
@@ -37,7 +38,8 @@ that matters (file events, not polling), and fires `quiet` at the --quiet-after 
 any new event.
 
 exit codes: 0 attention, 3 timeout (nothing needed attention), 1 error (also at once when
-the journal of a worker named here disappears while waiting).
+the journal of a worker named here disappears while waiting), 2 at once when there is no
+worker to wait for (none, or every one retired) and --for-new was not given.
 """
 
 
@@ -58,11 +60,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="seconds without events before a running worker is quiet (300)",
     )
     p.add_argument("--timeout", type=seconds, metavar="S", help="give up after S seconds")
+    p.add_argument("--for-new", action="store_true",
+                   help="with no worker to wait for yet, wait for new ones (else exit 2 at once)")
     add_hub_args(p)
     add_json(p)
     add_examples(
         p,
         "fleet wait --timeout 600          # any worker",
+        "fleet wait --for-new              # before the first worker is started",
         "fleet wait parser docs --seen parser@6 --json",
         "fleet wait --hub --seen laptop/parser@6   # every host; marks kept in the hub",
     )
@@ -127,7 +132,12 @@ def note(text: str) -> None:
 def cmd_wait(args: argparse.Namespace) -> int:
     with Fleet(args.home, quiet_after=args.quiet_after, on_note=note,
                hub=hub_of(args)) as fleet:
-        result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout)
+        try:
+            result = fleet.wait(args.workers or None, seen=args.seen, timeout=args.timeout,
+                                require_workers=not args.for_new)
+        except NoWorkers as exc:
+            sys.stderr.write(f"fleet: wait: {exc}\n")
+            return Exit.USAGE
         # Print before the watcher threads are stopped and joined: the coordinator reads the
         # output, not the exit.
         _print_wait(args, result, fleet.clock.now())
@@ -208,12 +218,11 @@ def _draw(current: dict[str, WorkerState], now: float, tty: bool, t: Transition)
         )
         return
     states = sorted(current.values(), key=lambda s: (not s.needs_attention, s.worker))
-    rows = [status_row(s, now) for s in states]
     waiting = sum(s.needs_attention for s in states)
     sys.stdout.write("\x1b[H\x1b[2J")
-    sys.stdout.write(table(rows, STATUS_HEADERS) + "\n")
+    sys.stdout.write(status_table(states, now) + "\n")
     sys.stdout.write(
-        f"\n{len(states)} workers, {waiting} need attention — "
+        f"\n{attention_summary(len(states), waiting)} — "
         f"{time.strftime('%H:%M:%S')} (Ctrl-C to stop)\n"
     )
     sys.stdout.flush()

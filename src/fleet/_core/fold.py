@@ -24,8 +24,9 @@ Rules beyond the table in :mod:`fleet._core.machine`:
   ``live`` false) rather than becoming a plain ``gone``.
 - ``quiet`` is never stored: a starting or working worker with no activity for ``quiet_after``
   seconds reads as quiet, with the mark ``<worker>@<seq of last activity>q``.
-- The coordinator's own verdict (``checked``) enters a new done reason whose mark counts as seen,
-  and a follow-up marks the state it answered as seen.
+- The coordinator's own verdict enters a new done reason: ``checked``, whose mark counts as seen,
+  or ``failed``, which needs attention until the coordinator acts on it; a follow-up marks the
+  state it answered as seen.
 """
 
 from __future__ import annotations
@@ -490,7 +491,9 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     acc.wait_named = dest == "blocked" and _names_the_wait(event)
     if dest != "blocked":
         acc.waiting_for = None
-    if trigger == "verdict" and worker:
+    if trigger == "verdict" and worker and reason == "checked":
+        # A passed check is the coordinator's own finding: nothing more to wake it for. A
+        # failed one still needs it to act (a follow-up, a hand-over, `fleet seen`).
         acc.seen.add(format_mark(worker, seq))
     return acc
 

@@ -30,9 +30,9 @@ try:
     from nats.js import JetStreamContext
     from nats.js import api as js_api
 except ImportError as exc:  # pragma: no cover - the extra is part of the test install
-    raise FleetError(
-        "the hub needs the NATS client: pip install 'fleet-agents[hub]' (nats-py)"
-    ) from exc
+    from fleet._install import extra_hint
+
+    raise FleetError(f"the hub needs the NATS client (nats-py): {extra_hint('hub')}") from exc
 
 T = TypeVar("T")
 

@@ -210,8 +210,10 @@ def resolve_hub(
     heartbeat: float | None = None,
     environ: Mapping[str, str] | None = None,
     settings_path: str | os.PathLike[str] | None = None,
+    option: str = "--hub URL",
 ) -> HubConfig:
-    """The hub configuration from the arguments, the environment and the settings file."""
+    """The hub configuration from the arguments, the environment and the settings file;
+    ``option`` is how the calling command takes the address (for the error without one)."""
     env = os.environ if environ is None else environ
     cfg = hub_settings(settings_path)
 
@@ -225,7 +227,7 @@ def resolve_hub(
     chosen = pick(url, "FLEET_HUB", "url")
     if not chosen or not isinstance(chosen, str):
         raise SettingsError(
-            "no hub named: pass --hub URL, set FLEET_HUB, or `fleet settings set hub.url URL`"
+            f"no hub named: pass {option}, set FLEET_HUB, or `fleet settings set hub.url URL`"
         )
     who = pick(coordinator, "FLEET_COORDINATOR", "coordinator") or DEFAULT_COORDINATOR
     this_host = pick(host, "FLEET_HOST", "host")

@@ -16,11 +16,16 @@ Only :mod:`fleet._mcp.server` imports the SDK; ``import fleet`` imports none of 
 
 from __future__ import annotations
 
-#: What ``fleet mcp serve`` says when the SDK is missing.
-SDK_MISSING = (
-    "fleet mcp needs the MCP SDK, an optional extra: pip install 'fleet-agents[mcp]' "
-    "(or pip install 'mcp>=2.3,<3' next to fleet)"
-)
+#: What ``fleet mcp serve`` says when the SDK is missing (:func:`sdk_missing` adds the command
+#: that installs it for this fleet).
+SDK_MISSING = "fleet mcp needs the MCP SDK, an optional extra"
+
+
+def sdk_missing() -> str:
+    """Why the server cannot start, with the command that gives this fleet the SDK."""
+    from fleet._install import extra_hint
+
+    return f"{SDK_MISSING}: {extra_hint('mcp')}"
 
 
 def sdk_available() -> bool:
