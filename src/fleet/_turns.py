@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
-from fleet._errors import Refused
-from fleet._home import FILE_MODE, ensure_dir, worker_dir
+from fleet._errors import Refused, UnknownWorker
+from fleet._home import FILE_MODE, worker_dir
 
 LOCK_NAME: Final = "turn.lock"
 
@@ -44,7 +44,10 @@ def worker_turn(
     """Hold ``worker``'s turn lock; yields its descriptor (close-on-exec: a process it should
     pass to gets it explicitly). ``queue``: wait for the current holder (``waiting`` is called
     once first, to say so), else :class:`Busy`. ``worker`` is an id its caller checked."""
-    folder = ensure_dir(worker_dir(home, worker))
+    folder = worker_dir(home, worker)
+    if not folder.is_dir():
+        # Never made here: a lock must not bring back a worker that was just forgotten.
+        raise UnknownWorker(f"no worker {worker!r}")
     try:
         fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                      FILE_MODE)

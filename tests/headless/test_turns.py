@@ -17,7 +17,7 @@ import pytest
 from fleet import Fleet
 from fleet._core import events as ev
 from fleet._core.fold import fold
-from fleet._errors import Refused
+from fleet._errors import Refused, UnknownWorker
 from fleet._orchestrate import own_receipt, receipt_of, start_worker
 from fleet._turns import Busy, worker_turn
 from fleet.adapters._base import Workspace
@@ -185,6 +185,10 @@ def test_the_lock_is_the_kernels_a_dead_holder_frees_it(home: Path, tmp_path: Pa
             holder.stdout.close()
     with worker_turn(home, "w", queue=False):
         pass
+    # No worker directory is ever made by the lock (a forgotten worker stays forgotten).
+    with pytest.raises(UnknownWorker), worker_turn(home, "gone-worker"):
+        pass
+    assert not (home / "workers" / "gone-worker").exists()
 
 
 def _state(events: list[ev.Event], upto: int) -> Any:
