@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import attrs
 from fleet import _agents, _health, _hook_command, _hook_install, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
 from fleet._core.events import Unreadable
+from fleet._core.fold import fold
 from fleet._errors import SettingsError
 from fleet._home import hook_errors_path, journal_path, resolve_home, workers_dir
 from fleet._journal import JournalReader, list_workers
@@ -399,17 +401,21 @@ def doctor(
     if lost:
         problems.append(f"{lost} hook events were not recorded: a journal could not be written")
     problems.extend(_health.home_problems(home))
+    simple = _health.simple_in_environment(os.environ)
+    if simple:
+        problems.append(simple)
     problems.extend(_odd_journals(home))
     unreadable: dict[str, int] = {}
     lost_at: dict[str, float] = {}
     for worker in list_workers(home):
-        count = sum(
-            1 for _, e in JournalReader(journal_path(home, worker)).read()
-            if isinstance(e, Unreadable)
-        )
+        events = [e for _, e in JournalReader(journal_path(home, worker)).read()]
+        count = sum(1 for e in events if isinstance(e, Unreadable))
         if count:
             unreadable[worker] = count
             problems.append(f"worker {worker}: {count} unreadable journal lines")
+        silent = _health.hooks_not_running(fold(worker, events, now=time.time()))
+        if silent:
+            problems.append(f"worker {silent}")
         when = _health.events_lost_at(home, worker)
         if when is not None:
             lost_at[worker] = when
