@@ -141,6 +141,12 @@ class Accumulator:
     hooks_seen: bool = False
     stream_seen: bool = False
     hooks_off: tuple[str, ...] = ()
+    # the account's rate limit, as the agent last reported it in its stream
+    rate_status: str | None = None
+    rate_utilization: float | None = None
+    rate_resets_at: float | None = None
+    rate_type: str | None = None
+    rate_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for the fold cache); :meth:`from_dict` reads it back."""

@@ -164,6 +164,14 @@ class WorkerState:
     #: why the supervisor thinks the agent runs with its hooks off (``CLAUDE_CODE_SIMPLE``,
     #: ``--bare``)
     hooks_off: tuple[str, ...] = ()
+    #: the account's rate limit as the agent last reported it in its stream (Claude Code's
+    #: ``rate_limit_event``): allowed, allowed_warning or rejected; utilization 0..1; the
+    #: window's reset and kind (five_hour, seven_day ...); when it was read
+    rate_status: str | None = None
+    rate_utilization: float | None = None
+    rate_resets_at: float | None = None
+    rate_type: str | None = None
+    rate_at: float | None = None
 
     @property
     def hooks_not_running(self) -> bool:
@@ -267,6 +275,8 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         return _classify_turn(event, acc)
     if isinstance(event, RateLimited):
         acc.stream_seen = True
+        acc.rate_status, acc.rate_utilization = event.status, event.utilization
+        acc.rate_resets_at, acc.rate_type, acc.rate_at = event.resets_at, event.limit_type, event.ts
         if event.status != "rejected":
             return None
         _touch(acc, event.ts)
