@@ -168,3 +168,48 @@ def test_any_line_is_read_without_raising(junk: bytes) -> None:
     for event in read([junk]):
         # whatever came of it can be journaled and read back
         assert decode_line(encode_line(event).rstrip(b"\n")) == event
+
+
+#: ``codex exec --json`` lines as Codex 0.171.0 wrote them (tests/e2e measures them again).
+CODEX_DONE = [
+    b'{"type":"thread.started","thread_id":"th1"}',
+    b'{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata'
+    b' for `fake-model` not found."}}',
+    b'{"type":"turn.started"}',
+    b'{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"ls",'
+    b'"aggregated_output":"","exit_code":null,"status":"in_progress"}}',
+    b'{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"ls",'
+    b'"aggregated_output":"","exit_code":0,"status":"completed"}}',
+    b'{"type":"item.completed","item":{"id":"item_2","type":"agent_message",'
+    b'"text":"ok\\nFLEET_WORKER_DONE: x"}}',
+    b'{"type":"turn.completed","usage":{"input_tokens":50,"output_tokens":20}}',
+]
+CODEX_LIMIT = [
+    b'{"type":"thread.started","thread_id":"th1"}',
+    b'{"type":"turn.started"}',
+    b'{"type":"error","message":"You\xe2\x80\x99ve hit your usage limit. Try again later."}',
+    b'{"type":"turn.failed","error":{"message":"You\xe2\x80\x99ve hit your usage limit. Try again'
+    b' later."}}',
+]
+
+
+def read_codex(lines: list[bytes]) -> list[Event]:
+    reader = StreamReader("codex")
+    return [e for n, raw in enumerate(lines) for e in reader.feed(raw, 100.0 + n)]
+
+
+def test_codex_events() -> None:
+    events = read_codex(CODEX_DONE)
+    assert [getattr(e, "hook", type(e).__name__) for e in events] == [
+        "SessionStart", "PreToolUse", "TurnEnded"]
+    assert events[1] == HookEvent(ts=103.0, src="stream", hook="PreToolUse", data={
+        "tool_name": "command_execution", "tool_use_id": "item_1", "session_id": "th1"})
+    state = fold("w", journal(*events), now=200.0)
+    assert (state.state, state.reason, state.session_id) == ("done", "claimed", "th1")
+
+
+def test_a_codex_limit_is_journaled_once() -> None:
+    events = read_codex(CODEX_LIMIT)
+    assert [getattr(e, "hook", "") for e in events] == ["SessionStart", "StopFailure"]
+    state = fold("w", journal(*events), now=200.0)
+    assert (state.state, state.reason) == ("blocked", "limit")

@@ -45,6 +45,7 @@ class StreamReader:
         self._session: str | None = None
         self._active_at: float | None = None
         self._message: str | None = None
+        self._failure: str | None = None
         #: lines read, and lines that were not a JSON object (kept count of, never fatal)
         self.lines = 0
         self.unreadable = 0
@@ -176,9 +177,13 @@ class StreamReader:
             return [TurnEnded(ts=ts, src=STREAM_SRC, result=cut_result(message),
                               session_id=self._session)]
         if kind in ("turn.failed", "error"):
+            # Codex says a failure twice: an ``error`` event, then ``turn.failed`` with the
+            # same message (measured on 0.171.0). Only a limit is journaled: the supervisor
+            # retries the rest, and the exit says how the run ended.
             err = obj.get("error")
             text = _text(err.get("message")) if isinstance(err, dict) else _text(obj.get("message"))
-            if text and is_limit_error(text):
+            said, self._failure = self._failure, text
+            if text and text != said and is_limit_error(text):
                 return [self._hook("StopFailure", ts, error="rate_limit",
                                    last_assistant_message=_cut(text))]
         return []
