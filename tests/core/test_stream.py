@@ -213,3 +213,20 @@ def test_a_codex_limit_is_journaled_once() -> None:
     assert [getattr(e, "hook", "") for e in events] == ["SessionStart", "StopFailure"]
     state = fold("w", journal(*events), now=200.0)
     assert (state.state, state.reason) == ("blocked", "limit")
+
+
+def test_a_result_while_background_tasks_run_is_not_the_end_of_the_work() -> None:
+    """2.1.332 lists its running background tasks whenever they change; a result written
+    while one runs keeps the worker working, and the claim stands when the work is over."""
+    started = {"type": "system", "subtype": "background_tasks_changed",
+               "tasks": [{"task_id": "a1", "task_type": "local_agent"}]}
+    finished = {"type": "system", "subtype": "background_tasks_changed", "tasks": []}
+    events = read([INIT, tool_use(), started, result("FLEET_WORKER_DONE: main work")])
+    assert isinstance(events[-1], TurnEnded) and events[-1].background == 1
+    running = fold("w", journal(*events), now=200.0)
+    assert (running.state, running.background) == ("working", 1)
+    more = read([INIT, tool_use(), started, result("FLEET_WORKER_DONE: main work"), finished,
+                 result("the check passed", origin={"kind": "task-notification"})])
+    done = fold("w", journal(*more), now=200.0)
+    assert (done.state, done.reason) == ("done", "claimed")
+    assert done.envelope is not None and done.envelope.text == "main work"

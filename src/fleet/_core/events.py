@@ -160,6 +160,8 @@ class TurnEnded:
     #: ``task-notification`` for a turn Claude Code started itself (a background task ended)
     origin: str | None = None
     session_id: str | None = None
+    #: background tasks (subagents, shells) the stream last said were running
+    background: int = 0
 
 
 @attrs.frozen(kw_only=True)

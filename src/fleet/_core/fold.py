@@ -455,11 +455,15 @@ def _record_turn(event: TurnEnded, acc: Accumulator) -> None:
         acc.envelope, acc.message = acc.pending, acc.pending_message
     if event.denials:
         acc.denials = tuple(event.denials)
+    acc.background = max(0, event.background)
 
 
 def _classify_turn(event: TurnEnded, acc: Accumulator) -> Move:
     """As the run's exit reads its result (:func:`_classify_exit`): the envelope, a BLOCKED
-    after a denial or a turn that only ended with denials is the policy's block."""
+    after a denial or a turn that only ended with denials is the policy's block. While
+    background tasks run, the end of the main turn is not the end of the work (as a Stop)."""
+    if acc.background:
+        return ("activity", "active")
     if acc.envelope is not None:
         verdict = _verdict_of(acc.envelope)
         return ("block", DENIED) if event.denials and verdict[0] == "block" else verdict

@@ -46,6 +46,7 @@ class StreamReader:
         self._active_at: float | None = None
         self._message: str | None = None
         self._failure: str | None = None
+        self._tasks = 0
         #: lines read, and lines that were not a JSON object (kept count of, never fatal)
         self.lines = 0
         self.unreadable = 0
@@ -95,9 +96,14 @@ class StreamReader:
                 denials=denials_of([dict(obj)]),
                 origin=_text(origin.get("kind")) if isinstance(origin, dict) else None,
                 session_id=self._session,
+                background=self._tasks,
             )]
         if kind == "rate_limit_event":
             return self._rate_limit(obj.get("rate_limit_info"), ts)
+        if kind == "system" and obj.get("subtype") == "background_tasks_changed":
+            # 2.1.332 lists the tasks still running whenever the list changes.
+            tasks = obj.get("tasks")
+            self._tasks = len(tasks) if isinstance(tasks, list) else self._tasks
         return []
 
     def _assistant(self, obj: Mapping[str, Any], ts: float) -> list[Event]:
