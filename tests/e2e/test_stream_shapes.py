@@ -1,7 +1,8 @@
-"""The shapes of Claude Code's ``stream-json`` output, measured on every pinned release and
-kept in ``tests/e2e/stream/claude-code-<version>-stream.json``: a new release that adds, drops
-or retypes a line or a field fleet's stream reader looks at fails here, visibly, before it
-misleads a fold. ``FLEET_RECORD_STREAM=1`` rewrites the file of the release under test.
+"""The shapes of Claude Code's ``stream-json`` output and of ``codex exec --json``, measured on
+every pinned release and kept in ``tests/e2e/stream/<agent>-<version>-stream.json``: a new
+release that adds, drops or retypes a line or a field fleet's stream reader looks at fails
+here, visibly, before it misleads a fold. ``FLEET_RECORD_STREAM=1`` rewrites the file of
+the release under test.
 
 Each run also goes through :class:`fleet._core.stream.StreamReader`: the facts it takes from
 the real output are the ones the hooks would give."""
@@ -22,8 +23,9 @@ from fleet._core.stream import StreamReader
 from ..conftest import Repo
 from .binaries import Agents
 from .fake_anthropic import FakeAnthropic
-from .harness import ClaudeSetup
-from .script import Reply, bash, error, say
+from .fake_openai import FakeOpenAI
+from .harness import ClaudeSetup, CodexSetup
+from .script import Reply, bash, error, say, shell
 from .test_claude_failures import usage_limit
 
 pytestmark = pytest.mark.e2e
@@ -162,3 +164,54 @@ def test_stream_shapes_match_the_recorded_release(
         for line, fields in recorded[name]["shapes"].items():
             assert measured[name]["shapes"].get(line) == fields, (name, line)
         assert measured[name]["shapes"].keys() == recorded[name]["shapes"].keys(), name
+
+
+CODEX_EXPECTED = {
+    "tool-done": ["SessionStart", "PreToolUse", "TurnEnded"],
+    "usage-limit": ["SessionStart", "StopFailure"],
+}
+
+
+def codex_label(obj: dict[str, Any]) -> str:
+    item = obj.get("item")
+    kind = str(obj.get("type"))
+    return f"{kind}/{item.get('type')}" if isinstance(item, dict) else kind
+
+
+def codex_shape(obj: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: kind(v) for k, v in sorted(obj.items())}
+    for name in ("item", "error", "usage"):
+        inner = obj.get(name)
+        if isinstance(inner, dict):
+            out[name] = {k: kind(v) for k, v in sorted(inner.items())}
+    return out
+
+
+def test_codex_stream_shapes_match_the_recorded_release(
+    codex: CodexSetup, openai: FakeOpenAI, repo: Repo, agents: Agents
+) -> None:
+    codex.prepare()
+    codex.trust(repo.path)
+    runs = {
+        "tool-done": [shell("echo hi > x.txt"), say("ok\nFLEET_WORKER_DONE: wrote x")],
+        "usage-limit": [error(429, "You exceeded your current quota",
+                              error_type="usage_limit_reached")],
+    }
+    measured: dict[str, Any] = {}
+    for name, replies in runs.items():
+        openai.script(replies, key=f"case-{name}")
+        run = codex.exec(f"case-{name}: go", cwd=repo.path, args=["--disable", "hooks"])
+        lines = [json.loads(raw) for raw in run.stdout.splitlines()
+                 if raw.strip().startswith("{")]
+        shapes: dict[str, Any] = {}
+        for obj in lines:
+            shapes.setdefault(codex_label(obj), codex_shape(obj))
+        measured[name] = {"order": [codex_label(o) for o in lines], "shapes": shapes}
+        reader = StreamReader("codex")
+        got = [e for raw in run.stdout.encode().splitlines() for e in reader.feed(raw, 1.0)]
+        assert names(got) == CODEX_EXPECTED[name], (name, got, run.describe())
+    path = REFERENCE / f"codex-{agents.codex_version}-stream.json"
+    if os.environ.get("FLEET_RECORD_STREAM") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(measured, indent=2, sort_keys=True) + "\n")
+    assert measured == json.loads(path.read_text())
