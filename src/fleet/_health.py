@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fleet._home import journal_path, worker_dir, workers_dir
+
+if TYPE_CHECKING:
+    from fleet._core.fold import WorkerState
 
 #: The start of a hook-errors.log message about an event that was not journaled (the hook
 #: program keeps its own copy; a test keeps them equal).
@@ -95,3 +99,39 @@ def journal_faults(home: Path, worker: str) -> tuple[int, int]:
     folded = Folded(worker, JournalReader(journal_path(home, worker)), Accumulator())
     folded.advance()
     return folded.acc.unreadable, folded.acc.malformed
+
+
+# -- hooks that do not run ------------------------------------------------------------------
+
+#: The variable that turns every Claude Code hook off (``--bare`` sets it too).
+SIMPLE_VAR: Final = "CLAUDE_CODE_SIMPLE"
+_HOOKS_FIX: Final = (
+    "unset CLAUDE_CODE_SIMPLE and drop --bare (a wrapper, alias or settings file may add it) "
+    "where the worker starts, then follow it up or start it again"
+)
+
+
+def hooks_not_running(state: WorkerState) -> str | None:
+    """What to say of a worker whose agent shows activity in its own stream but never ran a
+    hook: fleet follows it from the stream alone (no permission dialogs, no status file)."""
+    if not state.hooks_not_running:
+        return None
+    if state.hooks_off:
+        why = "; ".join(state.hooks_off)
+        fix = _HOOKS_FIX
+    else:
+        why = "no hook event ever arrived"
+        fix = "`fleet hooks status` and `fleet doctor` say whether the hook is installed and fails"
+    return (f"{state.worker}: its hooks are not running ({why}); fleet follows it from the "
+            f"agent's own stream only. Fix: {fix}")
+
+
+def simple_in_environment(environ: Mapping[str, str]) -> str | None:
+    """A warning when the coordinator's environment turns hooks off for every worker it
+    starts (fleet passes its environment on, and never sets the variable itself)."""
+    value = environ.get(SIMPLE_VAR)
+    if value is None or value.strip().lower() in ("", "0", "false", "no", "off"):
+        return None
+    return (f"{SIMPLE_VAR}={value[:20]} is set in this environment: Claude Code workers started "
+            "from it run no hooks, and fleet follows headless ones from their own stream only "
+            "(no worker in an app is followed at all). Unset it for full tracking.")

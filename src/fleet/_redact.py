@@ -67,13 +67,17 @@ def redact_value(value: T, secrets: Sequence[str]) -> T:
 class StreamRedactor:
     """Redacts a byte stream that arrives in chunks: a key split between two chunks is still
     caught, because the last ``len(longest key) - 1`` bytes are held back until the next chunk
-    (or the end of the stream) shows whether they start one."""
+    (or the end of the stream) shows whether they start one; never those of a complete line,
+    when no key holds a newline."""
 
     def __init__(self, secrets: Sequence[str]) -> None:
         self._secrets = [s.encode("utf-8", "surrogateescape") for s in secrets]
         self._keep = max((len(s) for s in self._secrets), default=1) - 1
         self._mask = MASK.encode()
         self._held = b""
+        #: No secret spans a line: a complete line can go out at once (an agent's stream is
+        #: read line by line as it is written, and must not wait for the next chunk).
+        self._by_line = not any(b"\n" in s for s in self._secrets)
 
     def feed(self, chunk: bytes) -> bytes:
         """What of the stream so far can be written out now."""
@@ -85,6 +89,8 @@ class StreamRedactor:
             self._held = b""
             return data
         cut = max(0, len(data) - self._keep)
+        if self._by_line:
+            cut = max(cut, data.rfind(b"\n") + 1)
         self._held = data[cut:]
         return data[:cut]
 

@@ -46,14 +46,16 @@ import orjson
 
 from fleet import _health, _journal
 from fleet._clock import Clock, SystemClock
-from fleet._core.events import Exited, Started
+from fleet._core.events import Event, Exited, HookEvent, HooksOff, Started
 from fleet._core.results import (
     Outcome,
     parse_output,
 )
+from fleet._core.stream import StreamReader
 from fleet._errors import JournalError
 from fleet._home import FILE_MODE, ensure_dir
 from fleet._redact import StreamRedactor, redact, redact_value, secrets_of
+from fleet._stream_tail import StreamTail, hooks_off_reasons
 
 SRC: Final = "headless"
 #: Names the variables that carry the worker's key, for the hook (which redacts their values).
@@ -272,7 +274,7 @@ class Supervisor:
 
     # journaling -------------------------------------------------------------------------
 
-    def _journal(self, event: Started | Exited) -> None:
+    def _journal(self, event: Event) -> None:
         try:
             _journal.append(self.home, self.spec.worker, redact_value(event, self._secrets))
         except JournalError as exc:
@@ -280,6 +282,28 @@ class Supervisor:
             # status` and `fleet doctor` see it, and logged.
             _health.note_lost(self.home, self.spec.worker)
             self.log(f"{_health.LOST_PREFIX}{exc}")
+
+    # the agent's own stream ----------------------------------------------------------
+
+    def _tail(self, out: Path, pgid: int) -> StreamTail:
+        """Follow the attempt's output live and journal what decides its state."""
+        checked: list[bool] = []
+
+        def emit(event: Event) -> None:
+            self._journal(event)
+            if (isinstance(event, HookEvent) and event.hook == "SessionStart" and not checked
+                    and self.spec.tool == "claude"):
+                checked.append(True)
+                why = hooks_off_reasons(pgid)
+                if why:
+                    self._journal(HooksOff(ts=self.clock.now(), why=why))
+
+        return StreamTail(out, StreamReader(self.spec.tool), emit, self.clock).start()
+
+    def _untail(self, tail: StreamTail) -> None:
+        tail.stop()
+        if tail.error:
+            self.log(f"reading the agent's stream failed: {tail.error}")
 
     def log(self, text: str) -> None:
         """A line in the supervisor's log (its stderr), without the key."""
@@ -354,8 +378,12 @@ class Supervisor:
                         attempt=attempt,
                     )
                 )
+                tail = self._tail(stem.with_suffix(".out"), proc.pid)
                 left = None if deadline is None else max(0.0, deadline - self.clock.monotonic())
                 code = self._wait(proc, left)
+            # Everything the attempt printed is in the file now: its facts go to the journal
+            # before its end does.
+            self._untail(tail)
             if code is None:
                 # Journal the verdict before the agent hears of it: a terminated agent still
                 # runs its last hooks, and the state must say why it ended (stopped, timeout).

@@ -512,7 +512,7 @@ def journal(worker: str, home: Path | None = None) -> list[Event]:
 
 def hooks_of(events: Iterable[Event]) -> list[str]:
     """The hook names, in journal order."""
-    return [e.hook for e in events if isinstance(e, HookEvent)]
+    return [e.hook for e in events if isinstance(e, HookEvent) and e.src != "stream"]
 
 
 def state_sequence(worker: str, events: Sequence[Event]) -> list[tuple[str, str]]:

@@ -187,5 +187,11 @@ def test_a_limit_through_the_headless_adapter_is_recorded_with_its_reset(
     assert (state.state, state.reason) == ("blocked", "limit")
     assert state.limit_reset is not None
     assert abs(state.limit_reset - (started + 7200)) < 120
-    hooks = [e for e in events if isinstance(e, HookEvent) and e.hook == "StopFailure"]
+    hooks = [e for e in events
+             if isinstance(e, HookEvent) and e.hook == "StopFailure" and e.src == "claude"]
     assert len(hooks) <= 1  # the supervisor drops the hook; when it is there it agrees
+    # the agent's stream said it too, live, under the same mark
+    [streamed] = [e for e in events
+                  if isinstance(e, HookEvent) and e.hook == "StopFailure" and e.src == "stream"]
+    assert streamed.get("error") == "rate_limit"
+    assert state.seq == min(events.index(e) for e in [*hooks, streamed])

@@ -138,3 +138,13 @@ def test_a_key_pasted_where_a_source_belongs_is_not_echoed(
         assert out == "" and err.count("\n") == 1 and "not shown" in err
         assert not leaks(err, source.partition(":")[2] or source) and source not in err
     assert not (home / "workers").exists()
+
+
+def test_a_complete_line_goes_out_at_once() -> None:
+    """The supervisor reads the agent's stream from this output as it is written: a finished
+    line must not wait for the next chunk (the old redactor held its last bytes back)."""
+    redactor = StreamRedactor([KEY])
+    line = b'{"type":"assistant","message":{"content":[{"type":"tool_use"}]}}\n'
+    assert redactor.feed(line) == line
+    assert redactor.feed(f'{{"k":"{KEY[:10]}'.encode()) == b""
+    assert redactor.feed(f'{KEY[10:]}"}}\n'.encode()) == f'{{"k":"{MASK}"}}\n'.encode()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fleet import Fleet
-from fleet._core.events import Exited, FollowUpSent, Registered, Started
+from fleet._core.events import Exited, FollowUpSent, Registered, Started, TurnEnded
 from fleet._errors import Refused, SettingsError, ToolError
 from fleet._keys import KeyUnavailable
 from fleet._orchestrate import run_tasks, start_worker, stop_worker
@@ -66,7 +66,9 @@ def test_start_creates_worktree_registers_and_runs(
     assert "--permission-mode" in call["argv"] and "bypassPermissions" in call["argv"]
     assert call["stdin_devnull"] is True
     kinds = [type(e) for e in Fleet(home).log("fix-1")]
-    assert kinds == [Registered, Started, Exited]
+    # the run's result is journaled as the agent wrote it (read live from its stream), then
+    # the exit
+    assert kinds == [Registered, Started, TurnEnded, Exited]
 
 
 def test_endpoint_worker_gets_an_isolated_config_and_the_key_only_in_its_env(

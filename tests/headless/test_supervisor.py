@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet import Fleet
-from fleet._core.events import Exited, Started
+from fleet._core.events import Exited, Started, TurnEnded
 from fleet._proc import is_alive
 from fleet._supervisor import RunSpec, Supervisor, dump_spec, load_spec
 
@@ -58,7 +58,8 @@ def test_success_with_done_envelope(home: Path, fake: FakeAgent, tmp_path: Path)
     done = run(Supervisor(spec(home, fake, tmp_path)))
     assert (done.exit_code, done.is_error, done.reason) == (0, False, None)
     evs = events(home)
-    assert [type(e) for e in evs] == [Started, Exited]
+    # the turn's result, read live from the agent's stream, comes before the run's exit
+    assert [type(e) for e in evs] == [Started, TurnEnded, Exited]
     started = evs[0]
     assert started.pid == fake.calls()[0]["pid"] and started.start_time is not None
     assert started.attempt == 1

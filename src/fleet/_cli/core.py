@@ -283,6 +283,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for worker, when in lost.items()
         if when is not None
     ]
+    notes.extend(note for s in states if (note := _health.hooks_not_running(s)))
     if args.json:
         print_json([{**state_json(s), "events_lost_at": lost[s.worker]} for s in states])
         for note in notes:

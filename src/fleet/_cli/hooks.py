@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ import attrs
 
 from fleet import _agents, _doctor, _health, _hook_command, _hook_install, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
+from fleet._core.fold import fold
 from fleet._errors import FleetError, SettingsError
-from fleet._home import hook_errors_path, resolve_home, workers_dir
-from fleet._journal import list_workers
+from fleet._home import hook_errors_path, journal_path, resolve_home, workers_dir
+from fleet._journal import JournalReader, list_workers
 
 TARGETS_HELP = """\
 targets (at least one; each may be repeated):
@@ -484,6 +486,9 @@ def doctor(
     if lost:
         problems.append(f"{lost} hook events were not recorded: a journal could not be written")
     problems.extend(_health.home_problems(home))
+    simple = _health.simple_in_environment(os.environ)
+    if simple:
+        problems.append(simple)
     problems.extend(_odd_journals(home))
     from fleet._forget import late_events
 
@@ -503,6 +508,10 @@ def doctor(
             malformed[worker] = odd
             problems.append(f"worker {worker}: {odd} journal lines with a field of a type "
                             "fleet cannot read (kept; the field is ignored)")
+        events = [e for _, e in JournalReader(journal_path(home, worker)).read()]
+        silent = _health.hooks_not_running(fold(worker, events, now=time.time()))
+        if silent:
+            problems.append(f"worker {silent}")
         when = _health.events_lost_at(home, worker)
         if when is not None:
             lost_at[worker] = when

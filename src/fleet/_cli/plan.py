@@ -331,6 +331,10 @@ def profile_json(
 def _quota_line(p: Profile, source: str, now: float) -> str | None:
     """What the footer says of a profile whose quota is not clausona's reading."""
     lim = p.limit
+    if source == "stream" and p.quota is not None:
+        read = format_duration(p.quota.age(now) or 0.0)
+        return (f"  {p.name}: quota from a worker's own stream: {p.quota.used:.0f}% used "
+                f"({p.quota.state}), read {read} ago")
     if source == "journal" and lim is not None:
         return f"  {p.name}: limited, from fleet's journals: {limit_problem(lim, now)}"
     if source != "unknown":

@@ -431,8 +431,12 @@ def cmd_start_app(args: argparse.Namespace, name: str) -> int:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
+    from fleet import _health
     from fleet._orchestrate import start_worker
 
+    simple = _health.simple_in_environment(os.environ)
+    if simple:
+        sys.stderr.write(f"fleet: warning: {simple}\n")
     name = _adapter_of(args)
     if name != "headless":
         return cmd_start_app(args, name)

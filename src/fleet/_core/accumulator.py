@@ -137,6 +137,17 @@ class Accumulator:
     # the process
     pid: int | None = None
     start_time: int | None = None
+    # the sources: whether a hook ever journaled, whether the agent's own stream did, and
+    # why the supervisor thinks the hooks are off (CLAUDE_CODE_SIMPLE, --bare)
+    hooks_seen: bool = False
+    stream_seen: bool = False
+    hooks_off: tuple[str, ...] = ()
+    # the account's rate limit, as the agent last reported it in its stream
+    rate_status: str | None = None
+    rate_utilization: float | None = None
+    rate_resets_at: float | None = None
+    rate_type: str | None = None
+    rate_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for the fold cache); :meth:`from_dict` reads it back."""

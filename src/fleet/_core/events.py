@@ -37,7 +37,10 @@ from fleet._core.fields import (
 from fleet._errors import one_line
 
 SCHEMA_VERSION: Final = 1
-HOOK_SOURCES: Final = frozenset({"claude", "codex"})
+#: The agent's own event stream, read live by fleet's supervisor (:mod:`fleet._core.stream`):
+#: its facts are journaled as the hooks name them, so the fold reads both alike.
+STREAM_SRC: Final = "stream"
+HOOK_SOURCES: Final = frozenset({"claude", "codex", STREAM_SRC})
 
 JSON: TypeAlias = Any
 
@@ -200,6 +203,46 @@ class Exited:
 
 
 @attrs.frozen(kw_only=True)
+class TurnEnded:
+    """A turn's result, read live from the agent's own stream (``src`` stream): what its Stop
+    hook says, plus the tool calls the permission policy denied (which no hook reports)."""
+
+    ts: float
+    src: str = "stream"
+    result: str | None = None
+    denials: tuple[str, ...] = ()
+    #: ``task-notification`` for a turn Claude Code started itself (a background task ended)
+    origin: str | None = None
+    session_id: str | None = None
+    #: background tasks (subagents, shells) the stream last said were running
+    background: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class RateLimited:
+    """The agent's own report of its account's rate limit (Claude Code's ``rate_limit_event``):
+    ``allowed``, ``allowed_warning`` or ``rejected``, with the reset and utilization when
+    given. A rejected one blocks the worker until the reset; every one is a quota reading."""
+
+    ts: float
+    src: str = "stream"
+    status: str
+    resets_at: float | None = None
+    utilization: float | None = None
+    limit_type: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HooksOff:
+    """The supervisor saw the agent run in a mode where no hook runs (``why``: the
+    ``CLAUDE_CODE_SIMPLE`` variable, ``--bare`` on its command line)."""
+
+    ts: float
+    src: str = "stream"
+    why: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class AgentStatus:
     """What the agent itself says of a live session in its own status file (Claude Code's
     ``<config dir>/sessions/<pid>.json``): ``busy``, ``idle``, or ``waiting`` for a person, and
@@ -321,6 +364,9 @@ CoordinatorEvent: TypeAlias = (
     | Started
     | Exited
     | AgentStatus
+    | TurnEnded
+    | RateLimited
+    | HooksOff
     | Vanished
     | FollowUpSent
     | HandedOver
@@ -338,6 +384,9 @@ TAGS: Final[Mapping[str, type[CoordinatorEvent]]] = {
     "started": Started,
     "exited": Exited,
     "agent_status": AgentStatus,
+    "turn_ended": TurnEnded,
+    "rate_limited": RateLimited,
+    "hooks_off": HooksOff,
     "vanished": Vanished,
     "follow_up_sent": FollowUpSent,
     "handed_over": HandedOver,
@@ -456,7 +505,7 @@ def _decode(obj: Any, line: str) -> Event:
     ):
         return Unreadable(line=line or _short(obj), error="missing or invalid envelope")
     ts = float(raw_ts)
-    if src in HOOK_SOURCES:
+    if src in HOOK_SOURCES and (src != STREAM_SRC or kind not in TAGS):
         del obj["v"], obj["ts"], obj["src"], obj["type"]
         if not obj.keys() <= _HOOK_FIELD_SET:
             obj = {k: v for k, v in obj.items() if k in _HOOK_FIELD_SET}

@@ -49,6 +49,7 @@ from fleet._core.classify import (
 )
 from fleet._core.events import (
     HOOK_SOURCES,
+    STREAM_SRC,
     AgentStatus,
     Attached,
     Checked,
@@ -57,11 +58,14 @@ from fleet._core.events import (
     FollowUpSent,
     HandedOver,
     HookEvent,
+    HooksOff,
+    RateLimited,
     Registered,
     Retired,
     RetireRefused,
     Seen,
     Started,
+    TurnEnded,
     UnknownEvent,
     Unreadable,
     Vanished,
@@ -159,6 +163,26 @@ class WorkerState:
     #: the permission policy fleet started it with (``mode``, ``allowed_tools`` ... for
     #: Claude; ``sandbox``, ``approval`` for Codex); empty for a worker fleet did not start
     permissions: Mapping[str, Any] = attrs.field(factory=dict)
+    #: a hook of the agent journaled at least once
+    hooks_seen: bool = False
+    #: the agent's own event stream (read live by fleet's supervisor) journaled at least once
+    stream_seen: bool = False
+    #: why the supervisor thinks the agent runs with its hooks off (``CLAUDE_CODE_SIMPLE``,
+    #: ``--bare``)
+    hooks_off: tuple[str, ...] = ()
+    #: the account's rate limit as the agent last reported it in its stream (Claude Code's
+    #: ``rate_limit_event``): allowed, allowed_warning or rejected; utilization 0..1; the
+    #: window's reset and kind (five_hour, seven_day ...); when it was read
+    rate_status: str | None = None
+    rate_utilization: float | None = None
+    rate_resets_at: float | None = None
+    rate_type: str | None = None
+    rate_at: float | None = None
+
+    @property
+    def hooks_not_running(self) -> bool:
+        """The agent shows activity in its own stream but no hook ever journaled."""
+        return self.stream_seen and not self.hooks_seen
 
 
 #: WorkerState fields copied as they are from the accumulator.
@@ -243,7 +267,31 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
         if not _knows_hook(event):
             acc.unknown += 1
         _record_hook(event, acc)
+        if event.src == STREAM_SRC:
+            acc.stream_seen = True
+            if event.hook == "SessionStart" and acc.state != "starting":
+                # The stream's init is read a moment after the hooks' SessionStart and
+                # first prompt: it starts nothing they have not.
+                return None
+        else:
+            acc.hooks_seen = True
         return _classify_hook(event, acc)
+    if isinstance(event, TurnEnded):
+        _record_turn(event, acc)
+        return _classify_turn(event, acc)
+    if isinstance(event, RateLimited):
+        acc.stream_seen = True
+        acc.rate_status, acc.rate_utilization = event.status, event.utilization
+        acc.rate_resets_at, acc.rate_type, acc.rate_at = event.resets_at, event.limit_type, event.ts
+        if event.status != "rejected":
+            return None
+        _touch(acc, event.ts)
+        if event.resets_at is not None:
+            acc.limit_reset = event.resets_at
+        return ("limit", "limit")
+    if isinstance(event, HooksOff):
+        acc.hooks_off = tuple(event.why)
+        return None
     if isinstance(event, UnknownEvent):
         acc.unknown += 1
         return None
@@ -394,6 +442,40 @@ def _record_stop(event: HookEvent, acc: Accumulator) -> None:
         acc.envelope, acc.message = acc.pending, acc.pending_message
 
 
+def _record_turn(event: TurnEnded, acc: Accumulator) -> None:
+    """A turn's result read from the agent's stream: what a Stop hook records, with the
+    automatic turn told by the result's origin (no prompt hook says so without hooks)."""
+    _touch(acc, event.ts)
+    acc.stream_seen = True
+    if event.session_id:
+        acc.session_id = event.session_id
+    if event.origin == "task-notification":
+        acc.auto_turn = True
+    message = _cut(event.result)
+    acc.message, acc.envelope = message, find_envelope(message)
+    if acc.envelope is not None:
+        acc.pending, acc.pending_message = acc.envelope, message
+    elif acc.auto_turn and acc.pending is not None:
+        acc.envelope, acc.message = acc.pending, acc.pending_message
+    if event.denials:
+        acc.denials = tuple(event.denials)
+    acc.background = max(0, event.background)
+
+
+def _classify_turn(event: TurnEnded, acc: Accumulator) -> Move:
+    """As the run's exit reads its result (:func:`_classify_exit`): the envelope, a BLOCKED
+    after a denial or a turn that only ended with denials is the policy's block. While
+    background tasks run, the end of the main turn is not the end of the work (as a Stop)."""
+    if acc.background:
+        return ("activity", "active")
+    if acc.envelope is not None:
+        verdict = _verdict_of(acc.envelope)
+        return ("block", DENIED) if event.denials and verdict[0] == "block" else verdict
+    if event.denials:
+        return ("block", DENIED)
+    return ("turn_end", "turn_end")
+
+
 def _record_exit(event: Exited, acc: Accumulator) -> None:
     _touch(acc, event.ts)
     acc.live = False
@@ -442,6 +524,10 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         acc.last_event, acc.last_event_ts = event.hook, event.ts
         _touch(acc, event.ts)
         _note_session(acc, event.data)
+        if event.src == STREAM_SRC:
+            acc.stream_seen = True
+        else:
+            acc.hooks_seen = True
         if acc.delivery == "sent" and event.hook in _TAKES_DELIVERY:
             acc.delivery = "taken"
         return acc
@@ -467,6 +553,20 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     if trigger == "block" and acc.state == "blocked" and (reason, acc.reason) == (DENIED, "worker"):
         # The run's end names the cause of the BLOCKED its last turn wrote: same stop, same mark.
         acc.reason = reason
+        return acc
+    if acc.state == "blocked" and acc.reason == DENIED and (
+        trigger == "turn_end" or (trigger, reason) == ("block", "worker")
+    ):
+        # The turn's Stop hook, read after its stream's result named the denial: one stop.
+        return acc
+    if (
+        (trigger, reason) == ("block", DENIED)
+        and (acc.state, acc.reason) == ("stopped", "turn_end")
+        and isinstance(event, TurnEnded)
+    ):
+        # The stream's result of the turn a Stop hook just ended says why it stopped: the
+        # policy denied a tool. Same stop, same mark, so nobody wakes twice for it.
+        acc.state, acc.reason = "blocked", reason
         return acc
     dest = move(trigger, acc.state)
     if dest is None:
@@ -534,6 +634,10 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
                 acc.last_event, acc.last_event_ts = kind, ts
                 _touch(acc, ts)
                 _note_session(acc, obj)
+                if src == STREAM_SRC:
+                    acc.stream_seen = True
+                else:
+                    acc.hooks_seen = True
                 seq += 1
                 continue
         step(acc, seq, decode_loaded(obj, line), worker)

@@ -11,13 +11,20 @@ with the first). Pure: lines in, values out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 import attrs
 
 from fleet._core.accumulator import Accumulator
 from fleet._core.fold import WorkerState, feed_lines
 from fleet._core.limits import is_limit_error
-from fleet._core.routing.profiles import Profile, SeenLimit, names_profile
+from fleet._core.routing.profiles import (
+    Profile,
+    Quota,
+    QuotaWindow,
+    SeenLimit,
+    names_profile,
+)
 
 
 def limits_hit(worker: str, lines: Iterable[bytes], first_seq: int = 0) -> list[SeenLimit]:
@@ -78,4 +85,50 @@ def with_limits(
             out.append(p)
             continue
         out.append(attrs.evolve(p, limit=last_limit(p, pool)))
+    return out
+
+
+#: Claude Code's rate-limit kinds, by the window of clausona's reading they are.
+_WINDOWS: Final = {
+    "five_hour": ("session", ""),
+    "seven_day": ("weekly", ""),
+    "seven_day_opus": ("scoped", "Opus"),
+    "seven_day_sonnet": ("scoped", "Sonnet"),
+}
+
+
+def stream_quota(state: WorkerState, now: float) -> Quota | None:
+    """The quota a worker's agent last reported in its stream, as a reading of its profile:
+    None when it reported none, or nothing with a number (a rejected report is 100 %), or
+    when its window has reset since."""
+    if state.rate_at is None or state.rate_status is None:
+        return None
+    if state.rate_resets_at is not None and state.rate_resets_at <= now:
+        return None
+    rejected = state.rate_status == "rejected"
+    if state.rate_utilization is None and not rejected:
+        return None
+    used = 100.0 if rejected else max(0.0, min(100.0, (state.rate_utilization or 0.0) * 100))
+    slot, label = _WINDOWS.get(state.rate_type or "", ("session", ""))
+    window = QuotaWindow(used_percent=used, resets_at=state.rate_resets_at, label=label)
+    return Quota(state="limited" if rejected else "ok", fetched_at=state.rate_at,
+                 source="stream", **{slot: window})
+
+
+def with_stream_quota(
+    profiles: Sequence[Profile], states: Iterable[WorkerState], now: float, *,
+    unread: frozenset[str],
+) -> list[Profile]:
+    """``profiles`` whose quota nobody reads (fleet's own, named in ``unread``, and clausona's
+    without a reading) with the last rate-limit report a worker on it made in its stream.
+    clausona's reading, where there is one, stays first; API profiles have no plan quota."""
+    readings = [(s, q) for s in states if s.profile and (q := stream_quota(s, now)) is not None]
+    out = []
+    for p in profiles:
+        if p.is_api or (p.quota is not None and p.name not in unread):
+            out.append(p)
+            continue
+        mine = [(q.fetched_at or 0.0, q) for s, q in readings
+                if names_profile(s.profile or "", p, s.tool)]
+        out.append(attrs.evolve(p, quota=max(mine, key=lambda m: m[0])[1]) if mine else p)
     return out

@@ -18,8 +18,9 @@ from fleet.adapters.headless import (
     HeadlessAdapter,
 )
 
-#: Where the agents' own events come from (their hooks), as opposed to fleet's and the hosts'.
-AGENT_SOURCES: Final = ("claude", "codex")
+#: Where the agents' own events come from (their hooks and their own stream), as opposed to
+#: fleet's and the hosts'.
+AGENT_SOURCES: Final = ("claude", "codex", "stream")
 
 
 def _agent_spoke(event: Event) -> bool:

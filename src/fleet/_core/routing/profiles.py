@@ -50,6 +50,9 @@ class Quota:
     session: QuotaWindow | None = None
     weekly: QuotaWindow | None = None
     scoped: QuotaWindow | None = None
+    #: where the reading comes from: clausona, or ``stream`` (the rate-limit report a worker's
+    #: agent made in its own stream, on this profile)
+    source: str = "clausona"
 
     @property
     def used(self) -> float:
