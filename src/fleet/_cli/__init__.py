@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.adapters",
     "fleet._cli.mcp",
     "fleet._cli.hub",
+    "fleet._cli.answer",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -58,6 +59,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "fleet._cli.mcp",
     "ship": "fleet._cli.hub",
     "hosts": "fleet._cli.hub",
+    "answer": "fleet._cli.answer",
 }
 
 DESCRIPTION = """\
