@@ -29,6 +29,9 @@ def add_parser(sub: Any) -> None:
                    "command, or the same tool), answered by its hook without asking again")
     p.add_argument("--request", metavar="ID", help="the request to answer (default: the "
                    "latest open one)")
+    p.add_argument("--client", default="cli", metavar="NAME", type=_client,
+                   help="the client to name in the journal with the local user (default cli; "
+                   "the MCP server says mcp)")
     add_json(p)
     add_examples(
         p,
@@ -40,9 +43,16 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=cmd_answer)
 
 
+def _client(text: str) -> str:
+    if not (0 < len(text) <= 32 and text.replace("-", "").replace("_", "").isalnum()
+            and text.isascii()):
+        raise argparse.ArgumentTypeError(f"not a client name: {text[:40]!r}")
+    return text
+
+
 def cmd_answer(args: argparse.Namespace) -> int:
     with open_fleet(args) as fleet:
-        result = answer(fleet.home, args.worker, args.decision, by=local_identity("cli"),
+        result = answer(fleet.home, args.worker, args.decision, by=local_identity(args.client),
                         reason=args.reason, always=args.always, request=args.request,
                         clock=fleet.clock)
     if args.json:
