@@ -199,3 +199,29 @@ def test_a_keypress_in_the_dialog_answers_while_the_hook_still_waits(
     stale = fleet_cli("answer", "w1", "allow", "--request", state.permission_request,
                       check=False)
     assert stale.returncode == 4
+
+
+def test_the_mcp_answer_tool_allows_and_denies(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo, tmux: Tmux
+) -> None:
+    from tests.mcp._client import serving
+
+    anthropic.script([bash("echo one > one.txt"), bash("echo two > two.txt"),
+                      say("One written, two refused.")])
+    start_tui(claude, repo, tmux, "echo one > one.txt")
+    with serving(["--repo", str(repo.path)]) as mcp:
+        first = wait_for_state("w1", asking, timeout=60)
+        assert mcp.ok("answer", {"worker": "w1", "decision": "allow"})["request"] == (
+            first.permission_request)
+        second = wait_for_state(
+            "w1", lambda s: asking(s) and s.permission_request != first.permission_request,
+            timeout=60)
+        assert second.permission_command == "echo two > two.txt"
+        mcp.ok("answer", {"worker": "w1", "decision": "deny", "reason": "two is not needed"})
+
+    events = wait_for_journal("w1", lambda ev: "Stop" in hooks_of(ev), timeout=60)
+    assert (repo.path / "one.txt").read_text() == "one\n"
+    assert not (repo.path / "two.txt").exists()
+    assert "two is not needed" in tool_result_text(anthropic, 2)
+    assert [(a.decision, a.by.split(":")[0]) for a in answers(events)] == [
+        ("allow", "mcp"), ("deny", "mcp")]
