@@ -7,10 +7,14 @@ agent's own dialog."""
 from __future__ import annotations
 
 import json
+import os
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fleet._answer import open_requests
 from fleet._core.events import Answered, Event, HookEvent
 from fleet._core.fold import WorkerState
 
@@ -225,3 +229,80 @@ def test_the_mcp_answer_tool_allows_and_denies(
     assert "two is not needed" in tool_result_text(anthropic, 2)
     assert [(a.decision, a.by.split(":")[0]) for a in answers(events)] == [
         ("allow", "mcp"), ("deny", "mcp")]
+
+
+#: Claude Code releases that run the PermissionRequest hook in ``-p`` (and wait for it).
+ASKS_IN_PRINT_MODE = ("2.1.332",)
+
+
+def coordinator(stop: threading.Event, decisions: list[str]) -> threading.Thread:
+    """A coordinator script: answers each request of w1 with ``fleet answer`` as it opens."""
+    home = Path(os.environ["FLEET_HOME"])
+
+    def run() -> None:
+        for decision in decisions:
+            while not stop.is_set() and not open_requests(home, "w1"):
+                stop.wait(0.02)
+            if stop.is_set():
+                return
+            fleet_cli("answer", "w1", decision, "--reason", f"coordinator says {decision}")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_headless_worker_in_default_mode_is_answered_by_the_coordinator(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo
+) -> None:
+    install_hooks(claude)
+    register("w1", repo.path, "claude")
+    claude.trust(repo.path)
+    anthropic.script([bash("echo one > one.txt"), bash("echo two > two.txt"),
+                      say("Done.\nFLEET_WORKER_DONE: one written, two refused")])
+    stop = threading.Event()
+    thread = coordinator(stop, ["allow", "deny"])
+    try:
+        run = claude.headless("write the files", cwd=repo.path, permission_mode="default",
+                              env={"FLEET_ANSWER_TIMEOUT": "60"})
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+    assert run.returncode == 0, run.describe()
+    events = journal("w1")
+    if claude.agents.claude_version in ASKS_IN_PRINT_MODE:
+        assert (repo.path / "one.txt").read_text() == "one\n"
+        assert not (repo.path / "two.txt").exists()
+        assert [(a.decision, a.by.split(":")[0]) for a in answers(events)] == [
+            ("allow", "cli"), ("deny", "cli")]
+        assert "coordinator says deny" in tool_result_text(anthropic, 2)
+        assert [d["tool_input"]["command"] for d in run.result["permission_denials"]] == [
+            "echo two > two.txt"]
+    else:
+        # This release asks no hook in -p: both calls are denied at once, nobody is asked.
+        assert "PermissionRequest" not in hooks_of(events)
+        assert answers(events) == []
+        assert len(run.result["permission_denials"]) == 2
+
+
+def test_a_headless_request_nobody_answers_is_denied_with_a_reason(
+    claude: ClaudeSetup, anthropic: FakeAnthropic, repo: Repo
+) -> None:
+    install_hooks(claude)
+    register("w1", repo.path, "claude")
+    claude.trust(repo.path)
+    anthropic.script([bash("echo x > x.txt"), say("Could not.\nFLEET_WORKER_BLOCKED: no answer")])
+
+    run = claude.headless("write x", cwd=repo.path, permission_mode="default",
+                          env={"FLEET_ANSWER_TIMEOUT": "1"})
+
+    assert run.returncode == 0, run.describe()
+    assert not (repo.path / "x.txt").exists()
+    events = journal("w1")
+    if claude.agents.claude_version in ASKS_IN_PRINT_MODE:
+        (closed,) = answers(events)
+        assert (closed.decision, closed.by) == ("deny", "timeout")
+        assert "no answer from the coordinator within 1 s" in tool_result_text(anthropic, 1)
+    else:
+        assert "PermissionRequest" not in hooks_of(events) and answers(events) == []
