@@ -19,6 +19,7 @@ The rules it keeps:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import getpass
@@ -193,6 +194,11 @@ def answer(
         return result
     finally:
         os.close(lock_fd)
+        if not os.path.lexists(fifo):
+            # Nobody waits on this request any more: its lock is litter (the hook removes
+            # its own when it ends; a stale answer made this one).
+            with contextlib.suppress(OSError):
+                os.unlink(f"{fifo}.lock")
 
 
 def _fifo(home: Path, ask: PermissionAsk) -> Path:
@@ -222,6 +228,12 @@ def _deliver(fifo: Path, line: bytes, worker: str, request: str) -> None:
     try:
         fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            # Its hook died without cleaning up (it opens the FIFO before it journals the
+            # request, so no reader means none will come): the FIFO and its note are litter.
+            for path in (str(fifo), f"{fifo}.ask"):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
         if exc.errno in (errno.ENXIO, errno.ENOENT, errno.ELOOP):
             raise StaleAnswer(f"{worker}: request {request} is no longer waiting (it timed out "
                               "or its session ended)") from None

@@ -614,6 +614,9 @@ HOME_COMMANDS = [
     ["doctor", "--json"], ["workspace", "show", "bad-lines"], ["workspace", "read", "bad-lines"],
     ["check", "bad-lines", "--json"], ["retire", "--all-done", "--json"],
     ["seen", "bad-lines@3"], ["stop", "bad-lines"], ["send", "bad-lines", "/dev/null"],
+    ["answer", "bad-lines", "allow"], ["answer", "dir-journal", "deny", "--json"],
+    ["answer", "loop-journal", "allow"], ["answer", "fifo-journal", "allow"],
+    ["answer", "bad-lines", "deny", "--request", "0123456789abcdef"],
 ]
 
 

@@ -145,6 +145,8 @@ def test_a_request_whose_hook_died_is_refused(hook: Hook, started: list[Running]
     with pytest.raises(StaleAnswer, match="no longer waiting"):
         answer(hook.home, "w1", "allow", by="x", request=request)
     assert answers(hook) == []
+    # What the killed hook left behind is cleared by the refused answer.
+    assert list((hook.home / "workers" / "w1" / "requests").iterdir()) == []
 
 
 def test_bad_answers_are_refused_before_anything_is_written(hook: Hook,
