@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.mcp",
     "fleet._cli.hub",
     "fleet._cli.answer",
+    "fleet._cli.notify",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -60,6 +61,7 @@ COMMANDS: dict[str, str] = {
     "ship": "fleet._cli.hub",
     "hosts": "fleet._cli.hub",
     "answer": "fleet._cli.answer",
+    "notify": "fleet._cli.notify",
 }
 
 DESCRIPTION = """\
