@@ -9,14 +9,18 @@ deny); a hook that prints nothing leaves the request to Claude Code's own dialog
    journaled as an ``answered`` event by ``rule``; nobody is woken.
 2. Otherwise the hook makes a FIFO for the request, ``<worker dir>/requests/<id>``, journals the
    PermissionRequest with its ``request`` id and a redacted summary of the tool's input, and
-   blocks in select(2) on the FIFO: no polling. ``fleet answer`` writes one JSON line into it.
-   The FIFO is opened read-write, so it always has a writer (select never sees an end of file)
-   and an answerer's non-blocking open fails with ENXIO once the hook is gone: a stale answer
-   cannot be taken for a live one.
+   blocks in poll(2) on the FIFO: no polling loop. ``fleet answer`` writes one JSON line into
+   it. The FIFO is opened read-write, so it always has a writer (poll never sees an end of
+   file) and an answerer's non-blocking open fails with ENXIO once the hook is gone: a stale
+   answer cannot be taken for a live one.
 3. Nobody answers within the timeout (``FLEET_ANSWER_TIMEOUT`` seconds, default 300, under Claude
    Code's own 600 s hook timeout): an interactive session falls back to its dialog (the hook
    prints nothing) and a headless one is denied with a reason the model can read. The outcome is
    journaled as an ``answered`` event by ``timeout``.
+4. The person answers the agent's own dialog first (it is up while the hook waits, and a
+   keypress answers it at once): Claude Code neither signals the hook nor closes its pipes, so
+   the session's next hook (the tool's PostToolUse, or the end of the turn) tells the waiting
+   hook through its FIFO (:func:`release`), and the request is journaled as withdrawn.
 
 Timeout and answer race for the request's lock file (``<id>.lock``): the hook takes it, removes
 the FIFO and reads once more before giving up, and ``fleet answer`` writes only while holding it,
@@ -77,9 +81,9 @@ def handle(ctx: "impl._Context", ts: float, payload: "dict[str, Any]", env: "imp
         return
     request = posix.urandom(8).hex()
     requests = worker_dir + "/" + REQUESTS_DIR
-    impl._make_dirs(requests)
     fifo = requests + "/" + request
     try:
+        impl._make_dirs(requests)
         posix.mkfifo(fifo, impl.FILE_MODE)
         fd = posix.open(fifo, posix.O_RDWR | posix.O_NONBLOCK | posix.O_CLOEXEC)
     except OSError as exc:
