@@ -12,7 +12,10 @@ What the real CLIs do (observed offline on Claude Code 2.1.197 and 2.1.332, Code
   ``--allowedTools`` is denied. The run still exits 0 with ``is_error: false``; the denials are
   listed in the result's ``permission_denials`` and no hook reports them (PreToolUse fires,
   then nothing: no PostToolUse, no PostToolUseFailure). So these modes do not hang a headless
-  worker: they leave it unable to do its task while it looks successful.
+  worker: they leave it unable to do its task while it looks successful. The exception, on
+  2.1.332: in ``default`` (and ``acceptEdits``) a call that needs approval first runs the
+  PermissionRequest hook and waits for its decision, so a coordinator can answer
+  (``--answer coordinator``, :mod:`fleet._answer`); 2.1.197 runs no such hook in ``-p``.
 - 2.1.332 runs ``plan`` through auto mode's server-side check; behind a custom endpoint it
   exits 1 ("Auto mode can't check actions in this session").
 - As root, ``bypassPermissions`` exits 1 before any request unless ``IS_SANDBOX=1``
