@@ -63,9 +63,10 @@ HOOK_FIELDS = (
     "agent_pid",
     "agent_start",
     "to_model",
+    "request",
 )
 #: Fields the hook derives itself rather than copying from the payload.
-DERIVED_FIELDS = ("detail", "origin", "agent_pid", "agent_start")
+DERIVED_FIELDS = ("detail", "origin", "agent_pid", "agent_start", "request")
 SCHEMA_VERSION = 1
 SOURCES = ("claude", "codex")
 
@@ -291,6 +292,12 @@ def _run(ctx: _Context, ts: float, env: "_Environ") -> None:
         agent = agent_process(env)
     elif ctx.event == "SessionEnd" and ctx.src == "claude" and "error" not in payload:
         payload = {**payload, **transcript_failure(payload.get("transcript_path"))}
+    if ctx.event == "PermissionRequest" and ctx.src == "claude":
+        # The request waits for the coordinator's answer (fleet_answer journals it).
+        import fleet_answer
+
+        fleet_answer.handle(ctx, ts, payload, env, worker)
+        return
     line = encode_line(ts, ctx.src, ctx.event, payload, detail=detail, agent=agent)
     path = journal_path(ctx.home, worker)
     archive = None
@@ -303,6 +310,10 @@ def _run(ctx: _Context, ts: float, env: "_Environ") -> None:
     append_line(path, line)
     if archive is not None:
         return
+    if ctx.src == "claude" and _is_dir(f"{ctx.home}/workers/{worker}/requests"):
+        import fleet_answer
+
+        fleet_answer.release(ctx.home, worker, ctx.event, payload)
     if agent is not None and ctx.src == "claude" and env.get("CLAUDE_CODE_ENTRYPOINT") != "sdk-cli":
         start_monitor(ctx.home, worker, agent, env, payload)
     if not complete:
@@ -743,7 +754,7 @@ def _derived(
         if isinstance(prompt, str) and prompt.lstrip().startswith(_NOTIFICATION_PROMPT):
             return "task-notification"
         return None
-    if agent is None:
+    if agent is None or key == "request":  # a request id is the hook's own (fleet_answer)
         return None
     return agent[0] if key == "agent_pid" else agent[1]
 
@@ -775,8 +786,10 @@ def encode_line(
     *,
     detail: bool = False,
     agent: "tuple[int, int | None] | None" = None,
+    extra: "Iterable[tuple[str, Any]]" = (),
 ) -> bytes:
-    """One journal line, newline included: the envelope, then the selected fields."""
+    """One journal line, newline included: the envelope, then the selected fields, then
+    ``extra`` fields the hook made itself (a permission request's id)."""
     fields: list[tuple[str, Any]] = [
         ("v", SCHEMA_VERSION),
         ("ts", ts),
@@ -784,6 +797,7 @@ def encode_line(
         ("type", event),
     ]
     fields.extend(select_fields(payload, detail=detail, agent=agent))
+    fields.extend(extra)
     return _encode_object(fields).encode("ascii") + b"\n"
 
 

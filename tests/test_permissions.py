@@ -307,3 +307,22 @@ def test_default_policy_follows_an_auto_coordinator() -> None:
     for other in ("bypassPermissions", "default", None):
         policy, message = default_policy(other, ["Read"])
         assert policy.mode == "bypassPermissions" and message is None
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits"])
+def test_a_prompting_mode_is_allowed_headless_when_the_coordinator_answers(mode: str) -> None:
+    (warning,) = check_headless(PermissionPolicy(mode=mode), tool="claude", is_root=False,
+                                answerer="coordinator")
+    assert f"permission mode {mode}: each request waits for the coordinator" in warning
+    assert "2.1.197 asks no hook in -p" in warning
+
+
+def test_plan_and_unknown_answerers_stay_refused() -> None:
+    with pytest.raises(Refused, match="permission mode plan"):
+        check_headless(PermissionPolicy(mode="plan"), tool="claude", is_root=False,
+                       answerer="coordinator")
+    with pytest.raises(SettingsError, match="unknown answerer 'anyone'"):
+        check_headless(PermissionPolicy(mode="default"), tool="claude", is_root=False,
+                       answerer="anyone")
+    with pytest.raises(Refused, match="default/acceptEdits with --answer coordinator"):
+        check_headless(PermissionPolicy(mode="default"), tool="claude", is_root=False)

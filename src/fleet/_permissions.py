@@ -12,7 +12,10 @@ What the real CLIs do (observed offline on Claude Code 2.1.197 and 2.1.332, Code
   ``--allowedTools`` is denied. The run still exits 0 with ``is_error: false``; the denials are
   listed in the result's ``permission_denials`` and no hook reports them (PreToolUse fires,
   then nothing: no PostToolUse, no PostToolUseFailure). So these modes do not hang a headless
-  worker: they leave it unable to do its task while it looks successful.
+  worker: they leave it unable to do its task while it looks successful. The exception, on
+  2.1.332: in ``default`` (and ``acceptEdits``) a call that needs approval first runs the
+  PermissionRequest hook and waits for its decision, so a coordinator can answer
+  (``--answer coordinator``, :mod:`fleet._answer`); 2.1.197 runs no such hook in ``-p``.
 - 2.1.332 runs ``plan`` through auto mode's server-side check; behind a custom endpoint it
   exits 1 ("Auto mode can't check actions in this session").
 - As root, ``bypassPermissions`` exits 1 before any request unless ``IS_SANDBOX=1``
@@ -197,12 +200,24 @@ def task_layer(raw: Any) -> PermissionPolicy:
 # -- checks ---------------------------------------------------------------------------------
 
 
+#: Who may answer a headless worker's permission requests: the coordinator (``fleet answer``,
+#: the MCP ``answer`` tool), through fleet's PermissionRequest hook.
+ANSWERERS: Final = ("coordinator",)
+#: Prompting modes a headless worker may run in when the coordinator answers: plan runs
+#: through auto mode's server-side check on 2.1.332 and exits behind a custom endpoint.
+ANSWERED_MODES: Final = ("acceptEdits", "default")
+
+
 def check_headless(policy: PermissionPolicy, *, tool: str, is_root: bool,
-                   force: bool = False, env: Mapping[str, str] | None = None) -> list[str]:
+                   force: bool = False, env: Mapping[str, str] | None = None,
+                   answerer: str | None = None) -> list[str]:
     """Refuse a headless Claude worker whose mode leaves it unable to work with nobody to
     answer (Codex has no such mode: ``codex exec`` asks nobody, so it only gets warnings);
     return warnings for what will work but deserves a word. ``force`` (``--insist``)
-    turns the refusal into a warning."""
+    turns the refusal into a warning. With ``answerer`` ``coordinator`` a prompting mode
+    (default, acceptEdits) is allowed: Claude Code 2.1.332 runs the PermissionRequest hook in
+    ``-p`` and waits for its decision, which the coordinator gives (2.1.197 runs no such hook
+    in ``-p`` and denies at once: said in a warning)."""
     warnings: list[str] = []
     if tool == "codex":
         approval = policy.codex_approval or "never"
@@ -222,11 +237,20 @@ def check_headless(policy: PermissionPolicy, *, tool: str, is_root: bool,
                             "--disallowed-tools apply to Claude workers only")
         return warnings
     mode = policy.mode or DEFAULT_MODE
+    if answerer is not None and answerer not in ANSWERERS:
+        raise SettingsError(f"unknown answerer {answerer!r} (known: {', '.join(ANSWERERS)})")
+    if answerer == "coordinator" and mode in ANSWERED_MODES:
+        warnings.append(
+            f"permission mode {mode}: each request waits for the coordinator (fleet answer "
+            "WORKER allow|deny), and is denied after FLEET_ANSWER_TIMEOUT (300 s); Claude "
+            "Code 2.1.197 asks no hook in -p and denies such calls at once (2.1.332 asks)")
+        return warnings
     if mode in PROMPTING_MODES:
         reason = (f"permission mode {mode} would ask a person before tools run, and a "
                   "headless worker has nobody to ask: claude -p denies each such call and "
                   "still reports success")
-        works = "bypassPermissions, or dontAsk with --allowed-tools"
+        works = ("bypassPermissions, or dontAsk with --allowed-tools, or default/acceptEdits "
+                 "with --answer coordinator")
         if not force:
             raise Refused(f"{reason}; modes that work: {works} (or --insist)")
         warnings.append(f"{reason}; starting anyway (--insist)")

@@ -249,8 +249,11 @@ def _baseline(path: tuple[str, ...], parser: argparse.ArgumentParser, world: Wor
                 argv.append(value)
         elif action.required:
             argv += [action.option_strings[0], value]
-    if path[0] in ("wait", "watch"):
+    if path[0] in ("wait", "watch", "notify"):
         argv += ["--timeout", "0"]
+    if path[0] == "notify":
+        # One quick try at a closed loopback port: a case never waits on retries.
+        argv += ["--attempts", "1", "--webhook", "http://127.0.0.1:9/"]
     if path == ("trust",) or (path[0] == "hooks" and path != ("hooks", "command")):
         argv += ["--config-dir", world.benign["config_dir"]]
     return argv
@@ -348,7 +351,7 @@ def _cases() -> list[tuple[tuple[str, ...], str, str]]:
 
 
 def _waits(path: tuple[str, ...], dest: str, name: str) -> bool:
-    return path[0] in ("wait", "watch") and (dest, name) in _VALID
+    return path[0] in ("wait", "watch", "notify") and (dest, name) in _VALID
 
 
 #: Odd spellings that are still valid durations (Python's float takes them): as a timeout of
@@ -614,6 +617,9 @@ HOME_COMMANDS = [
     ["doctor", "--json"], ["workspace", "show", "bad-lines"], ["workspace", "read", "bad-lines"],
     ["check", "bad-lines", "--json"], ["retire", "--all-done", "--json"],
     ["seen", "bad-lines@3"], ["stop", "bad-lines"], ["send", "bad-lines", "/dev/null"],
+    ["answer", "bad-lines", "allow"], ["answer", "dir-journal", "deny", "--json"],
+    ["answer", "loop-journal", "allow"], ["answer", "fifo-journal", "allow"],
+    ["answer", "bad-lines", "deny", "--request", "0123456789abcdef"],
 ]
 
 

@@ -55,7 +55,7 @@ def test_the_handshake_and_the_tools(repo: Repo) -> None:
         assert "wait" in init["instructions"]
         tools = mcp.request("tools/list")["result"]["tools"]
         assert [t["name"] for t in tools] == [
-            "plan", "profiles", "start", "status", "wait", "seen", "send", "hand_over",
+            "plan", "profiles", "start", "status", "wait", "seen", "answer", "send", "hand_over",
             "check", "retire", "stop", "report", "log",
         ]
         by_name = {t["name"]: t for t in tools}

@@ -28,6 +28,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fleet._cli.mcp",
     "fleet._cli.hub",
     "fleet._cli.completion",
+    "fleet._cli.answer",
+    "fleet._cli.notify",
 )
 
 #: Which module defines each command, so a command imports only its own module (a test keeps
@@ -62,6 +64,8 @@ COMMANDS: dict[str, str] = {
     "ship": "fleet._cli.hub",
     "hosts": "fleet._cli.hub",
     "completion": "fleet._cli.completion",
+    "answer": "fleet._cli.answer",
+    "notify": "fleet._cli.notify",
 }
 
 DESCRIPTION = """\

@@ -179,6 +179,7 @@ _HEADLESS_ONLY: tuple[tuple[str, object], ...] = (
     ("endpoint", None), ("key_from", None), ("key_var", None), ("small_model", None),
     ("timeout", None), ("retries", 3), ("backoff", 2.0), ("allowed_tools", []),
     ("disallowed_tools", []), ("add_dir", []), ("insist", False), ("max_parallel", 4),
+    ("answer", None), ("answer_timeout", None),
 )
 
 
@@ -234,6 +235,13 @@ def _permission_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--insist", action="store_true",
                    help="start even in a mode that asks a person (default, acceptEdits, "
                    "plan), which a headless worker cannot answer")
+    p.add_argument("--answer", choices=["coordinator"], default=None,
+                   help="who answers the worker's permission requests: coordinator (fleet "
+                   "answer, the MCP answer tool); lets a headless worker run in default or "
+                   "acceptEdits mode")
+    p.add_argument("--answer-timeout", type=seconds, metavar="S",
+                   help="seconds a permission request waits for the coordinator before the "
+                   "worker is denied (headless) or shown its dialog (default 300; at most 590)")
 
 
 def _retry_options(p: argparse.ArgumentParser) -> None:
@@ -254,8 +262,13 @@ def _options(args: argparse.Namespace) -> HeadlessOptions:
         timeout=args.timeout,
         max_attempts=max(0, args.retries) + 1,
         backoff_base=args.backoff,
-        env=_SANDBOX if args.sandboxed else {},
+        env={**(_SANDBOX if args.sandboxed else {}), **_answer_env(args)},
     )
+
+
+def _answer_env(args: argparse.Namespace) -> dict[str, str]:
+    timeout = getattr(args, "answer_timeout", None)
+    return {} if timeout is None else {"FLEET_ANSWER_TIMEOUT": f"{timeout:g}"}
 
 
 #: What ``--sandboxed`` gives the worker: Claude Code runs bypassPermissions as root only with it.
@@ -294,7 +307,8 @@ def _check_policy(policy: PermissionPolicy, tool: str, *, args: argparse.Namespa
     env = {**os.environ, **(_SANDBOX if args.sandboxed else {})}
     try:
         return [where + w for w in check_headless(policy, tool=tool, is_root=is_root(),
-                                                  force=args.insist, env=env)]
+                                                  force=args.insist, env=env,
+                                                  answerer=getattr(args, "answer", None))]
     except Refused as exc:
         raise Refused(where + str(exc)) from None
 

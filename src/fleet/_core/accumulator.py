@@ -105,6 +105,9 @@ class Accumulator:
     message: str | None = None
     envelope: Envelope | None = None
     permission_tool: str | None = None
+    permission_request: str | None = None
+    permission_command: str | None = None
+    permission_fallback: str | None = None
     permission_mode: str | None = None
     notification: str | None = None
     waiting_for: str | None = None

@@ -59,6 +59,13 @@ def next_step(state: WorkerState) -> str:
                 return (f"waiting for a person ({state.waiting_for}): tell the user, do not "
                         "answer it yourself")
             tool = state.permission_tool or "a tool"
+            if state.permission_fallback == "dialog":
+                return (f"no answer in time: its own dialog asks for permission to use {tool}: "
+                        "tell the user, or answer it on its screen")
+            if state.permission_request:
+                what = f"{tool} ({state.permission_command})" if state.permission_command else tool
+                return (f"waiting for permission to use {what}: answer it (fleet answer "
+                        f"{state.worker} allow|deny --reason TEXT) or ask the user")
             return f"waiting for permission to use {tool}: tell the user, do not answer it yourself"
         if reason == "question":
             return "asking a question: read its screen and answer or ask the user"
@@ -154,6 +161,12 @@ def attention_details(state: WorkerState) -> dict[str, Any]:
         out["message"] = state.message
     if state.state == "blocked" and state.reason == "permission" and state.permission_tool:
         out["permission_tool"] = state.permission_tool
+        if state.permission_request:
+            out["permission_request"] = state.permission_request
+        if state.permission_command:
+            out["permission_command"] = state.permission_command
+        if state.permission_fallback:
+            out["fallback"] = state.permission_fallback
     if state.notification and state.state == "blocked":
         out["notification"] = state.notification
     if state.waiting_for and state.state == "blocked":

@@ -72,6 +72,7 @@ HOOK_FIELDS: Final = (
     "agent_pid",
     "agent_start",
     "to_model",
+    "request",
 )
 
 
@@ -335,6 +336,25 @@ class Retired:
 
 
 @attrs.frozen(kw_only=True)
+class Answered:
+    """A permission request was answered: by the coordinator (``by`` names who), by one of the
+    worker's rules (``rule``), or by nobody within the timeout (``by`` ``timeout``; ``decision``
+    ``dialog`` when the agent's own dialog took over, ``deny`` for a headless run). ``request``
+    is the id the hook journaled with its PermissionRequest (none for a rule's answer: no
+    request was opened). ``always`` is the rule an answer added for the rest of the session."""
+
+    ts: float
+    src: str = "fleet"
+    request: str | None = None
+    decision: str
+    by: str
+    tool: str | None = None
+    reason: str | None = None
+    rule: str | None = None
+    always: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class UnknownEvent:
     """A well-formed line whose type this version does not know, kept with its raw data."""
 
@@ -374,6 +394,7 @@ CoordinatorEvent: TypeAlias = (
     | Checked
     | RetireRefused
     | Retired
+    | Answered
 )
 Event: TypeAlias = HookEvent | CoordinatorEvent | UnknownEvent | Unreadable
 
@@ -394,6 +415,7 @@ TAGS: Final[Mapping[str, type[CoordinatorEvent]]] = {
     "checked": Checked,
     "retire_refused": RetireRefused,
     "retired": Retired,
+    "answered": Answered,
 }
 _TAG_OF: Final = {cls: tag for tag, cls in TAGS.items()}
 _ENVELOPE: Final = frozenset({"v", "ts", "src", "type"})

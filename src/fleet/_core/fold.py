@@ -51,6 +51,7 @@ from fleet._core.events import (
     HOOK_SOURCES,
     STREAM_SRC,
     AgentStatus,
+    Answered,
     Attached,
     Checked,
     Event,
@@ -128,6 +129,13 @@ class WorkerState:
     message: str | None = None
     envelope: Envelope | None = None
     permission_tool: str | None = None
+    #: the open permission request's id (``fleet answer --request``) and its redacted command,
+    #: when the hook waits for the coordinator's answer
+    permission_request: str | None = None
+    permission_command: str | None = None
+    #: ``dialog`` when nobody answered the request in time and the agent's own dialog took
+    #: over (the request is closed; a person at the terminal can still answer)
+    permission_fallback: str | None = None
     notification: str | None = None
     error: str | None = None
     limit_reset: float | None = None
@@ -364,6 +372,13 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
     if isinstance(event, Retired):
         acc.retired_ref, acc.retired_note = event.ref, event.note
         return ("retire", "retired")
+    if isinstance(event, Answered):
+        # The answer closes the request; the next hook tells whether the tool ran.
+        if event.request is not None and event.request == acc.permission_request:
+            acc.permission_request = None
+            if event.decision == "dialog":
+                acc.permission_fallback = "dialog"
+        return None
     return None
 
 
@@ -410,6 +425,11 @@ def _record_hook(event: HookEvent, acc: Accumulator) -> None:
             acc.pending = acc.pending_message = None
     elif hook == "PermissionRequest":
         acc.permission_tool = event.text("tool_name")
+        acc.permission_request = event.text("request")
+        acc.permission_fallback = None
+        detail = event.get("detail")
+        command = detail.get("command") if isinstance(detail, dict) else None
+        acc.permission_command = command if isinstance(command, str) else None
     elif hook == "Notification":
         acc.notification = _cut(event.text("message"), 500)
     elif hook == "SessionStart":

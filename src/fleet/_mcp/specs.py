@@ -166,6 +166,27 @@ def specs(max_wait: float = DEFAULT_MAX_WAIT) -> list[ToolSpec]:
             idempotent=True,
         ),
         ToolSpec(
+            name="answer",
+            title="Answer a permission request",
+            description="Allow or deny the permission request a Claude Code worker waits on "
+            "(blocked, reason permission; wait and status show permission_tool, "
+            "permission_command and permission_request): its hook hands the decision to Claude "
+            "Code at once, so the tool runs or the model reads your reason. Answer only what "
+            "the user's instructions cover; otherwise ask the user. A request already "
+            "answered, timed out or whose session ended is refused. The JSON of `fleet answer "
+            "WORKER allow|deny --json`.",
+            properties={
+                "worker": WORKER,
+                "decision": _s("allow or deny", enum=["allow", "deny"]),
+                "reason": _s("why; on a deny the model reads it (one line, at most 1000 "
+                             "characters)"),
+                "always": _flag("keep this answer for the rest of the worker's session (the "
+                                "same Bash command, or the same tool)"),
+                "request": _s("the request id (default: the worker's latest open request)"),
+            },
+            required=("worker", "decision"),
+        ),
+        ToolSpec(
             name="send",
             title="Send a follow-up",
             description="Deliver a follow-up to a worker through its host (a resumed session "

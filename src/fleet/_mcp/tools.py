@@ -80,6 +80,7 @@ class Tools:
             "status": self._status,
             "wait": self._wait,
             "seen": self._seen,
+            "answer": self._answer,
             "send": self._send,
             "hand_over": self._hand_over,
             "check": self._check,
@@ -282,6 +283,18 @@ class Tools:
         wait = args.number("wait")
         return await self.json_of(
             "stop", worker, *([] if wait is None else [f"--wait={_num(wait)}"]), "--json"
+        )
+
+    async def _answer(self, args: Args) -> str:
+        worker = args.worker()
+        decision = args.choice("decision", ("allow", "deny"))
+        if decision is None:
+            raise SettingsError("answer: decision is required (allow or deny)")
+        await self._in_scope(worker)
+        return await self.json_of(
+            "answer", worker, decision, "--client=mcp", *_opt("reason", args.one_line("reason")),
+            *(["--always"] if args.flag("always") else []),
+            *_opt("request", args.one_line("request")), "--json",
         )
 
     async def _send(self, args: Args) -> str:
