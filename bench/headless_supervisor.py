@@ -27,9 +27,10 @@ from fleet._orchestrate import start_worker
 from fleet.adapters.headless import HeadlessOptions
 
 AGENT = """#!/bin/sh
-# A stand-in agent: mark that it runs, wait, print a Claude-style result.
+# A stand-in agent: mark that it runs, wait until the measurement is over (however long the
+# other workers took to start), print a Claude-style result.
 : > "$BENCH_DIR/running-$FLEET_WORKER"
-sleep "$BENCH_SLEEP"
+while [ ! -e "$BENCH_DIR/release" ]; do sleep 0.2; done
 printf '{"type":"result","subtype":"success","is_error":false,%s}\\n' \\
   '"result":"FLEET_WORKER_DONE: ok","session_id":"s"'
 """
@@ -63,7 +64,7 @@ def main() -> None:
         brief = root / "brief.md"
         brief.write_text("bench\n")
         os.environ.update(
-            {"BENCH_DIR": str(root), "BENCH_SLEEP": str(args.seconds + 2), "BENCH_KEY": "k-1"}
+            {"BENCH_DIR": str(root), "BENCH_KEY": "k-1"}
         )
         opts = HeadlessOptions(
             claude=str(agent), endpoint="http://127.0.0.1:9", key_from="env:BENCH_KEY"
@@ -100,6 +101,7 @@ def main() -> None:
             used = [cpu_seconds(p) - b for p, b in zip(supervisors, before, strict=True)]
             poll_used = poller.cpu("before the measurement did") - poll_before
             poller.proc.wait()
+        (root / "release").touch()  # the agents finish now, and their supervisors with them
         for sup in supervisors:
             while Path(f"/proc/{sup}").exists() and "Z" not in _state(sup):
                 time.sleep(0.05)
