@@ -90,8 +90,8 @@ def main() -> None:
             starts.append(time.perf_counter() - t)
             supervisors.append(int(state.handle["supervisor_pid"]))
 
-        # Every supervisor and the poller must run through the whole window (the agents sleep
-        # two seconds longer): cpu_seconds fails the benchmark on one that ended.
+        # Every supervisor and the poller must run through the whole window (the agents wait
+        # for the release below): cpu_seconds fails the benchmark on one that ended.
         with Measured([sys.executable, "-c", POLLER, str(args.seconds + 2)],
                       "the polling baseline") as poller:
             time.sleep(0.5)
