@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import temp_home, verdict
+from _common import fail, finish, run_checked, temp_home, verdict
 
 from fleet._core import events as ev
 from fleet._core.events import decode_line, encode_line
@@ -97,7 +97,7 @@ def bench_fold(n: int = 200_000) -> float:
     rate = n / folded
     print(
         f"fold: {rate:,.0f} events/s ({n:,} events in {folded:.3f}s)  "
-        f"[target >= 100,000/s: {verdict(rate >= 100_000)}]"
+        f"[target >= 100,000/s: {verdict(rate >= 100_000, 'fold >= 100,000 events/s')}]"
     )
     print(
         f"  decode+fold {n / (decoded + folded):,.0f} events/s; orjson alone "
@@ -108,8 +108,19 @@ def bench_fold(n: int = 200_000) -> float:
 
 def fleet(*args: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "fleet", *args], check=True, stdout=subprocess.DEVNULL)
+    run_checked([sys.executable, "-m", "fleet", *args], f"fleet {' '.join(args)}")
     return time.perf_counter() - t
+
+
+def check_status(workers: int, per_worker: int) -> None:
+    """The status timed is a status of every worker, each folded to its last event."""
+    out = run_checked([sys.executable, "-m", "fleet", "status", "--json"], "fleet status --json",
+                      stdout=subprocess.PIPE).stdout
+    rows = orjson.loads(out)
+    events = sorted({row["events"] for row in rows})
+    if len(rows) != workers or events != [per_worker]:
+        fail(f"fleet status showed {len(rows)} workers with {events} events each, not "
+             f"{workers} with {per_worker}")
 
 
 def bench_status(workers: int, per_worker: int) -> None:
@@ -131,23 +142,26 @@ def bench_status(workers: int, per_worker: int) -> None:
             "    [orjson.loads(l) for l in data.split(b'\\n') if l]\n"
         )
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
+        run_checked([sys.executable, "-c", code], "the read+decode baseline")
         floor = time.perf_counter() - t
         cold = fleet("status", "--no-cache")
+        check_status(workers, per_worker)
         first = fleet("status")  # builds the cache
         warm = min(fleet("status") for _ in range(3))
         # one worker changes: the cache continues its fold from the saved offset
         with journal_path(home, "w0000").open("ab") as f:
             f.write(encode_line(ev.HookEvent(ts=time.time(), src="claude", hook="Stop")))
         warm_changed = fleet("status")
+        cold_ok = verdict(cold < 3, "cold status < 3 s")
+        warm_ok = verdict(warm < 0.3, "warm status < 0.3 s")
         print(
             f"status cold ({workers * per_worker:,} events): {cold:.2f}s  "
-            f"[target < 3s: {verdict(cold < 3)}]; read+decode floor {floor:.2f}s, "
+            f"[target < 3s: {cold_ok}]; read+decode floor {floor:.2f}s, "
             f"ratio {cold / floor:.2f}x"
         )
         print(f"status building the cache: {first:.2f}s")
         print(
-            f"status warm: {warm:.3f}s  [target < 0.3s: {verdict(warm < 0.3)}]; "
+            f"status warm: {warm:.3f}s  [target < 0.3s: {warm_ok}]; "
             f"after one journal changed: {warm_changed:.3f}s; warm/cold {warm / cold:.3f}x"
         )
         os.environ.pop("FLEET_BENCH", None)
@@ -160,6 +174,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_fold()
     bench_status(args.workers, args.events)
+    finish()
 
 
 if __name__ == "__main__":

@@ -16,22 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median, temp_home, verdict
+from _common import Measured, cpu_seconds, fail, finish, median, run_checked, temp_home, verdict
 
 from fleet._orchestrate import start_worker
 from fleet.adapters.headless import HeadlessOptions
 
-TICK = os.sysconf("SC_CLK_TCK")
 AGENT = """#!/bin/sh
-# A stand-in agent: mark that it runs, wait, print a Claude-style result.
+# A stand-in agent: mark that it runs, wait until the measurement is over (however long the
+# other workers took to start), print a Claude-style result.
 : > "$BENCH_DIR/running-$FLEET_WORKER"
-sleep "$BENCH_SLEEP"
+while [ ! -e "$BENCH_DIR/release" ]; do sleep 0.2; done
 printf '{"type":"result","subtype":"success","is_error":false,%s}\\n' \\
   '"result":"FLEET_WORKER_DONE: ok","session_id":"s"'
 """
@@ -43,14 +42,8 @@ while p.poll() is None:
 """
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        rest = f.read().rsplit(b")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / TICK
-
-
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+    run_checked(["git", *args], f"git {args[0]}", cwd=cwd)
 
 
 def main() -> None:
@@ -71,7 +64,7 @@ def main() -> None:
         brief = root / "brief.md"
         brief.write_text("bench\n")
         os.environ.update(
-            {"BENCH_DIR": str(root), "BENCH_SLEEP": str(args.seconds + 2), "BENCH_KEY": "k-1"}
+            {"BENCH_DIR": str(root), "BENCH_KEY": "k-1"}
         )
         opts = HeadlessOptions(
             claude=str(agent), endpoint="http://127.0.0.1:9", key_from="env:BENCH_KEY"
@@ -89,19 +82,26 @@ def main() -> None:
             t = time.perf_counter()
             state = start_worker(f"w{i}", task=brief, repo=repo, options=opts)
             marker = root / f"running-w{i}"
+            deadline = time.monotonic() + 60
             while not marker.exists():
+                if time.monotonic() > deadline:
+                    fail(f"the agent of w{i} did not start within 60 s")
                 time.sleep(0.002)
             starts.append(time.perf_counter() - t)
             supervisors.append(int(state.handle["supervisor_pid"]))
 
-        poller = subprocess.Popen([sys.executable, "-c", POLLER, str(args.seconds + 2)])
-        time.sleep(0.5)
-        before = [cpu_seconds(p) for p in supervisors]
-        poll_before = cpu_seconds(poller.pid)
-        time.sleep(args.seconds)
-        used = [cpu_seconds(p) - b for p, b in zip(supervisors, before, strict=True)]
-        poll_used = cpu_seconds(poller.pid) - poll_before
-        poller.wait()
+        # Every supervisor and the poller must run through the whole window (the agents wait
+        # for the release below): cpu_seconds fails the benchmark on one that ended.
+        with Measured([sys.executable, "-c", POLLER, str(args.seconds + 2)],
+                      "the polling baseline") as poller:
+            time.sleep(0.5)
+            before = [cpu_seconds(p) for p in supervisors]
+            poll_before = poller.cpu("before its measurement")
+            time.sleep(args.seconds)
+            used = [cpu_seconds(p) - b for p, b in zip(supervisors, before, strict=True)]
+            poll_used = poller.cpu("before the measurement did") - poll_before
+            poller.proc.wait()
+        (root / "release").touch()  # the agents finish now, and their supervisors with them
         for sup in supervisors:
             while Path(f"/proc/{sup}").exists() and "Z" not in _state(sup):
                 time.sleep(0.05)
@@ -112,14 +112,19 @@ def main() -> None:
             if '"exited"' in line
         ]
 
+    if len(exits) != args.workers or any(e.get("exit_code") != 0 for e in exits):
+        fail(f"{len(exits)} of {args.workers} runs journaled as exited, with exit codes "
+             f"{sorted({e.get('exit_code') for e in exits}, key=str)}: expected every run to "
+             "exit 0")
     per_sup = max(used) / args.seconds * 100
     print(f"start to agent running: median {median(starts) * 1000:.0f} ms "
           f"(git worktree add alone: {median(baseline) * 1000:.0f} ms, "
           f"ratio {median(starts) / median(baseline):.1f}x)")
     print(f"supervisor CPU while its agent runs: max {per_sup:.3f}% of a core "
           f"(50 ms poller: {poll_used / args.seconds * 100:.3f}%) "
-          f"{verdict(per_sup < 0.1)} (target < 0.1%)")
+          f"{verdict(per_sup < 0.1, 'supervisor CPU < 0.1%')} (target < 0.1%)")
     print(f"runs journaled as exited: {len(exits)}/{args.workers}")
+    finish()
 
 
 def _state(pid: int) -> str:

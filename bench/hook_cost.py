@@ -25,6 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import fail
+
 from fleet._hook_command import hook_argv
 from fleet._journal import index_worktree
 
@@ -50,8 +53,12 @@ def payload(cwd: str) -> bytes:
 
 def run_once(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, input=stdin, env=env, cwd=cwd, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
+    proc = subprocess.run(argv, input=stdin, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, check=False)
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        fail(f"{argv[0]} exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-300:]}")
+    return took
 
 
 def main() -> int:
@@ -86,8 +93,11 @@ def main() -> int:
         journal = home / "workers" / "bench" / "journal.jsonl"
         lines = journal.read_bytes().count(b"\n") if journal.exists() else 0
         if lines != args.runs + 1:
-            print(f"expected {args.runs + 1} journal lines, found {lines}", file=sys.stderr)
-            return 1
+            fail(f"expected {args.runs + 1} journal lines (one per run of the registered "
+                 f"case), found {lines}: the hook did not journal what it was timed on")
+        errors = home / "hook-errors.log"
+        if errors.exists() and errors.stat().st_size:
+            fail(f"the hook recorded failures while it was timed: {errors.read_text()[-300:]}")
 
     medians = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
     ratios = {name: medians[name] / medians["floor"] for name in TARGETS}

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import pct, temp_home, verdict
+from _common import Measured, fail, finish, pct, temp_home, verdict
 
 from fleet import Fleet, HookEvent
 from fleet._home import journal_path
@@ -40,25 +40,33 @@ def stop(fleet: Fleet, worker: str) -> float:
 
 def in_process(trials: int) -> list[float]:
     out: list[float] = []
+    handled: list[str] = []  # a coordinator passes the marks it handled, as `seen`
     with Fleet() as fleet:
         fleet.register("w", worktree="/tmp")
         for _ in range(trials):
             prompt(fleet, "w")
-            fleet.wait(timeout=0)  # settle: nothing needs attention now
+            fleet.wait(seen=handled, timeout=0)  # settle: nothing needs attention now
             done = threading.Event()
             woke: list[float] = []
 
             def waiter(woke: list[float] = woke, done: threading.Event = done) -> None:
-                fleet.wait(timeout=10)
-                woke.append(time.perf_counter())
+                result = fleet.wait(seen=handled, timeout=10)
+                if not result.timed_out and [s.worker for s in result.attention] == ["w"]:
+                    woke.append(time.perf_counter())
+                    handled.append(result.attention[0].mark)
                 done.set()
 
             thread = threading.Thread(target=waiter)
             thread.start()
             time.sleep(0.01 + random.random() * 0.02)
+            if done.is_set():
+                thread.join()
+                fail(f"Fleet.wait returned before the Stop it should wait for (trial {len(out)})")
             sent = stop(fleet, "w")
             done.wait(10)
             thread.join()
+            if not woke:
+                fail("Fleet.wait did not return the stopped worker within 10 s")
             out.append(woke[0] - sent)
     return out
 
@@ -69,14 +77,18 @@ def cli(trials: int) -> list[float]:
         fleet.register("c", worktree="/tmp")
         for _ in range(trials):
             prompt(fleet, "c")
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "fleet", "wait", "c", "--json", "--timeout", "30"],
-                stdout=subprocess.DEVNULL,
-            )
-            time.sleep(1.0)  # let it start and block
-            sent = stop(fleet, "c")
-            proc.wait(30)
-            out.append(time.perf_counter() - sent)
+            with Measured([sys.executable, "-m", "fleet", "wait", "c", "--json",
+                           "--timeout", "30"], "fleet wait") as proc:
+                time.sleep(1.0)  # let it start and block
+                proc.check("before the Stop it should wait for")
+                sent = stop(fleet, "c")
+                try:
+                    code = proc.proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    fail("fleet wait did not return within 30 s of the Stop")
+                out.append(time.perf_counter() - sent)
+                if code != 0:
+                    fail(f"fleet wait exited {code} after the Stop, not 0 (attention)")
     return out
 
 
@@ -133,10 +145,12 @@ def main() -> None:
         _, cli99 = show("fleet wait (command)", cli(args.cli_trials))
         _, b99 = show("5 s polling loop", polling_baseline(args.poll_trials))
     print(
-        f"p99 in process {p99:.1f} ms [target < 50 ms: {verdict(p99 < 50)}]; "
+        f"p99 in process {p99:.1f} ms "
+        f"[target < 50 ms: {verdict(p99 < 50, 'p99 wake latency < 50 ms')}]; "
         f"command {cli99:.1f} ms (includes interpreter exit)"
     )
     print(f"polling / fleet at p99: {b99 / p99:,.0f}x slower")
+    finish()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ def test_status_survives_an_object_notification_type_and_doctor_reports_it(
     assert code == 0 and "w1" in out and "internal error" not in err
     code, out, _ = run(capsys, "wait", "w1", "--timeout", "0", "--json")
     assert "internal error" not in out
+    for argv in (["log", "w1"], ["log", "w1", "--json"], ["report"], ["report", "--json"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and "internal error" not in err, (argv, err)
     code, out, _ = run(capsys, "doctor", "--json")
     assert json.loads(out)["malformed"] == {"w1": 1}
     code, out, _ = run(capsys, "doctor")

@@ -219,7 +219,10 @@ def test_each_field_the_fold_reads_is_type_checked(field: str, value: Any) -> No
     raw = [orjson.dumps({"v": 1, "ts": 1000.0 + i, "src": "claude", "type": hook,
                          field: value}) for i, hook in enumerate(hooks)]
     acc = _fold_lines(raw)
-    assert acc.malformed == len(hooks)
+    # counted on each line whose hook the fold reads that field of
+    reading = [h for h in hooks
+               if field in (*ev.EVERY_HOOK_READS, *ev.HOOK_READS_BY_HOOK.get(h, ()))]
+    assert reading and acc.malformed == len(reading)
     clean = _fold_lines([orjson.dumps({**orjson.loads(line), field: None}) for line in raw])
     assert attrs.evolve(acc, malformed=0) == clean
 
@@ -259,6 +262,28 @@ def test_every_field_the_fold_reads_is_read_typed_and_declared() -> None:
     assert raw == []
     assert names - set(ENVELOPE) == set(ev.HOOK_READS)
     assert set(ev.HOOK_READS) <= set(ev.HOOK_FIELDS)
+    by_hook = {f for fields in ev.HOOK_READS_BY_HOOK.values() for f in fields}
+    assert by_hook | set(ev.EVERY_HOOK_READS) == set(ev.HOOK_READS)
+    assert set(ev.HOOK_READS_BY_HOOK) <= set(HOOK_TYPES)
+
+
+@pytest.mark.parametrize("hook", HOOK_TYPES)
+def test_a_field_the_fold_does_not_count_is_one_it_does_not_read(hook: str) -> None:
+    """For each hook and each field: an unusable value folds exactly as the field's absence,
+    and the line is counted if and only if the fold reads that field for that hook."""
+    for field in ev.HOOK_READS:
+        for value in ({"a": 1}, ["x"], True, 2**63, 1.5, "x", -1):
+            bad = {"v": 1, "ts": 1010.0, "src": "claude", "type": hook, field: value}
+            for head in ([], [orjson.dumps({"v": 1, "ts": 1000.0, "src": "claude",
+                                             "type": "UserPromptSubmit"})]):
+                acc = _fold_lines([*head, orjson.dumps(bad)])
+                absent = _fold_lines([*head, orjson.dumps({**bad, field: None})])
+                assert attrs.evolve(acc, malformed=0) == absent or acc.malformed == 0
+                counted = ev.unusable(value, field) and field in (
+                    *ev.EVERY_HOOK_READS, *ev.HOOK_READS_BY_HOOK.get(hook, ()))
+                assert acc.malformed == int(counted), (hook, field, value)
+                if counted:
+                    assert attrs.evolve(acc, malformed=0) == absent
 
 
 def test_the_result_parser_reads_raw_output_only_through_the_accessors() -> None:

@@ -26,6 +26,8 @@ class McpClient:
         )
         self.frames: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
+        #: every frame the server wrote, in order
+        self.received: list[dict[str, Any]] = []
         self._responses: dict[Any, dict[str, Any]] = {}
         self._cond = threading.Condition()
         self._ids = iter(range(1, 1_000_000))
@@ -45,6 +47,7 @@ class McpClient:
         for line in self.proc.stdout:
             frame = json.loads(line)
             with self._cond:
+                self.received.append(frame)
                 if "id" in frame and "method" not in frame:
                     self._responses[frame["id"]] = frame
                 else:
@@ -55,6 +58,20 @@ class McpClient:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **frame}) + "\n")
         self.proc.stdin.flush()
+
+    def send_line(self, line: str) -> None:
+        """One frame exactly as given (it need not be JSON)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def received_until(self, done: Any, timeout: float) -> list[dict[str, Any]]:
+        """The frames received once ``done(frames)`` holds, or when ``timeout`` seconds pass."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not done(self.received) and time.monotonic() < deadline:
+                self._cond.wait(min(deadline - time.monotonic(), 0.2))
+            return list(self.received)
 
     def request(self, method: str, params: Mapping[str, Any] | None = None, *,
                 timeout: float = 60.0, id: Any = None) -> dict[str, Any]:

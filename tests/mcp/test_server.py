@@ -359,3 +359,38 @@ def test_start_on_an_app_hosted_adapter(repo: Repo, tmp_path: Path) -> None:
         " and do what it says."))
     assert brief.read_text() == "Write the docs.\n"
     assert brief.parent == Path(os.environ["FLEET_HOME"]) / "mcp" / "briefs"
+
+
+@pytest.mark.parametrize(("setting", "asked", "expected"),
+                         [("ask", "auto", "ask"), ("ask", None, "ask"), ("auto", "ask", "ask")])
+def test_a_tool_argument_can_only_make_the_retire_mode_stricter(
+    repo: Repo, tmp_path: Path, setting: str, asked: str | None, expected: str
+) -> None:
+    path = worktree(repo, "w1")
+    stop("w1", DONE)
+    settings = tmp_path / "fleet.json"
+    settings.write_text(json.dumps({"retire": setting}))
+    with serving(["--repo", str(repo.path)], env={"FLEET_SETTINGS": str(settings)}) as mcp:
+        assert mcp.ok("check", {"worker": "w1"})["verdict"] == "checked"
+        args: dict[str, object] = {"workers": ["w1"]}
+        if asked is not None:
+            args["mode"] = asked
+        answer = mcp.ok("retire", args)
+        assert answer["mode"] == expected
+        [kept] = answer["outcomes"]
+        assert (kept["worker"], kept["retired"]) == ("w1", False)
+        assert kept["reason"].startswith("not confirmed") and path.exists()
+
+
+def test_the_mcp_directory_is_private_whatever_the_umask(repo: Repo) -> None:
+    worktree(repo, "w1")
+    old = os.umask(0o022)
+    try:
+        with serving(["--repo", str(repo.path)]) as mcp:
+            mcp.call("send", {"worker": "w1", "text": "Fix the test."})
+    finally:
+        os.umask(old)
+    home = Path(os.environ["FLEET_HOME"])
+    modes = {p.name: oct(p.stat().st_mode & 0o777)
+             for p in (home / "mcp", home / "mcp" / "followups")}
+    assert modes == {"mcp": "0o700", "followups": "0o700"}

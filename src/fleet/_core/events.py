@@ -24,13 +24,14 @@ import cattrs
 import orjson
 
 from fleet._core.fields import (
+    COUNT_MAX,
     INT_MAX,
     INT_MIN,
+    PID_MAX,
+    TS_MAX,
+    TS_MIN,
     int_field,
-    is_count,
-    is_int,
     is_pid,
-    is_str,
     is_ts,
     str_field,
 )
@@ -103,35 +104,80 @@ class HookEvent:
         return int_field(self.data, key, low, high)
 
 
-#: The hook fields the fold reads, and what each must be to be used. A field of another type
-#: is ignored and its line counted (``malformed``); a test checks that this lists every field
-#: the fold and the classifier read, and nothing else.
-HOOK_READS: Final[Mapping[str, Any]] = {
-    "session_id": is_str,
-    "permission_mode": is_str,
-    "notification_type": is_str,
-    "tool_name": is_str,
-    "error": is_str,
-    "source": is_str,
-    "origin": is_str,
-    "message": is_str,
-    "last_assistant_message": is_str,
-    "to_model": is_str,
-    "background_tasks": is_count,
-    "agent_pid": is_pid,
-    "agent_start": is_int,
+#: The hook fields the fold reads, and what each must be to be used: a string, or a whole
+#: number in a range. A test checks that this lists every field the fold and the classifier
+#: read, and no other.
+HOOK_READS: Final[Mapping[str, tuple[type, int, int]]] = {
+    "session_id": (str, 0, 0),
+    "permission_mode": (str, 0, 0),
+    "notification_type": (str, 0, 0),
+    "tool_name": (str, 0, 0),
+    "error": (str, 0, 0),
+    "source": (str, 0, 0),
+    "origin": (str, 0, 0),
+    "message": (str, 0, 0),
+    "last_assistant_message": (str, 0, 0),
+    "to_model": (str, 0, 0),
+    "background_tasks": (int, 0, COUNT_MAX),
+    "agent_pid": (int, 1, PID_MAX),
+    "agent_start": (int, INT_MIN, INT_MAX),
 }
-_HOOK_READ_KEYS: Final = frozenset(HOOK_READS)
+#: Read from every hook line (the session and the permission mode it reports).
+EVERY_HOOK_READS: Final = ("session_id", "permission_mode")
+#: Read beyond those, by hook: a line whose field read here holds a value the fold cannot
+#: use is counted (``malformed``), the field ignored. A field the fold does not read for that
+#: hook is not its business, whatever it holds.
+HOOK_READS_BY_HOOK: Final[Mapping[str, tuple[str, ...]]] = {
+    "SessionStart": ("source", "agent_pid", "agent_start"),
+    "Stop": ("last_assistant_message", "background_tasks"),
+    "StopFailure": ("error", "last_assistant_message"),
+    "SessionEnd": ("error", "last_assistant_message"),
+    "UserPromptSubmit": ("origin",),
+    "UserPromptExpansion": ("origin",),
+    "PermissionRequest": ("tool_name",),
+    "Notification": ("notification_type", "message"),
+    "PostModelSwitch": ("to_model",),
+}
 
 
-def misfits(data: Mapping[str, JSON]) -> bool:
-    """Whether a hook line holds a field the fold reads with a value it cannot use (JSON null
-    is the field's absence). ``data`` may still hold the envelope."""
-    for key in data.keys() & _HOOK_READ_KEYS:
-        value = data[key]
-        if value is not None and not HOOK_READS[key](value):
-            return True
-    return False
+def unusable(value: JSON, key: str) -> bool:
+    """Whether ``value`` of the hook field ``key`` (one of :data:`HOOK_READS`) is present and
+    of a type or range the fold cannot use."""
+    if value is None:
+        return False
+    kind, low, high = HOOK_READS[key]
+    number: Any = value
+    return type(value) is not kind or (kind is int and not low <= number <= high)
+
+
+def unusable_in(data: Mapping[str, JSON], key: str) -> bool:
+    return unusable(data.get(key), key)
+
+
+def misfits(hook: str, data: Mapping[str, JSON]) -> bool:
+    """Whether a hook line holds, in a field the fold reads for that hook, a value it cannot
+    use (JSON null is the field's absence)."""
+    return any(unusable(data.get(key), key)
+               for key in (*EVERY_HOOK_READS, *HOOK_READS_BY_HOOK.get(hook, ())))
+
+
+def plain_envelope(obj: Mapping[str, JSON], kinds: frozenset[str]) -> tuple[str, float] | None:
+    """The type and time of a raw hook line whose type is one of ``kinds`` and whose envelope
+    is valid (what :func:`decode_obj` would take), else None: the fold's fast path, which
+    reads such lines without building an event. Each member is type-checked as it is read."""
+    kind, src, version = obj.get("type"), obj.get("src"), obj.get("v")
+    ts: Any = obj.get("ts")
+    if (
+        type(kind) is str
+        and kind in kinds
+        and type(src) is str
+        and src in HOOK_SOURCES
+        and type(version) is int
+        and type(ts) in _NUMBER
+        and TS_MIN <= ts <= TS_MAX
+    ):
+        return kind, float(ts)
+    return None
 
 
 def _pid(_: Any, attribute: Any, value: Any) -> None:
@@ -546,6 +592,7 @@ def _decode(obj: Any, line: str) -> Event:
 
 
 _HOOK_FIELD_SET: Final = frozenset(HOOK_FIELDS)
+_NUMBER: Final = (float, int)
 
 
 def _why(exc: Exception) -> str:

@@ -48,7 +48,6 @@ from fleet._core.classify import (
     _verdict_of,
 )
 from fleet._core.events import (
-    HOOK_SOURCES,
     STREAM_SRC,
     AgentStatus,
     Answered,
@@ -74,8 +73,10 @@ from fleet._core.events import (
     decode_loaded,
     event_type,
     misfits,
+    plain_envelope,
+    unusable_in,
 )
-from fleet._core.fields import COUNT_MAX, PID_MAX, int_field, str_field, ts_field
+from fleet._core.fields import COUNT_MAX, PID_MAX, str_field
 from fleet._core.ids import format_mark
 from fleet._core.limits import find_reset, is_limit_error
 from fleet._core.machine import ATTENTION_STATES, State, move
@@ -274,6 +275,8 @@ def _record(event: Event, acc: Accumulator) -> Move | None:
     if isinstance(event, HookEvent):
         if not _knows_hook(event):
             acc.unknown += 1
+        if misfits(event.hook, event.data):
+            acc.malformed += 1
         _record_hook(event, acc)
         if event.src == STREAM_SRC:
             acc.stream_seen = True
@@ -401,7 +404,7 @@ _TAKES_DELIVERY: Final = frozenset({"UserPromptSubmit", "UserPromptExpansion", "
 
 def _record_hook(event: HookEvent, acc: Accumulator) -> None:
     _touch(acc, event.ts)
-    _note_session(acc, event.data)
+    _note_session(acc, event.data)  # (misfits counted the line already)
     if acc.delivery == "sent" and event.hook in _TAKES_DELIVERY:
         acc.delivery = "taken"
     hook = event.hook
@@ -531,8 +534,6 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
     """Apply one journal event (the ``seq``-th line) to the accumulator, in place; returns it."""
     acc.events += 1
     acc.last_seq = seq
-    if type(event) is HookEvent and misfits(event.data):
-        acc.malformed += 1
     if (
         type(event) is HookEvent
         and acc.state == "working"
@@ -543,7 +544,8 @@ def step(acc: Accumulator, seq: int, event: Event, worker: str = "") -> Accumula
         # the clocks, exactly as the general path below would.
         acc.last_event, acc.last_event_ts = event.hook, event.ts
         _touch(acc, event.ts)
-        _note_session(acc, event.data)
+        if _note_session(acc, event.data):
+            acc.malformed += 1
         if event.src == STREAM_SRC:
             acc.stream_seen = True
         else:
@@ -639,22 +641,17 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
             seq += 1
             continue
         if acc.state == "working" and acc.last_event is not None and type(obj) is dict:
-            kind, src = str_field(obj, "type"), str_field(obj, "src")
-            ts = ts_field(obj, "ts")
-            if (
-                kind in _PLAIN_ACTIVITY
-                and src in HOOK_SOURCES
-                and ts is not None
-                and int_field(obj, "v") is not None
-            ):
+            plain = plain_envelope(obj, _PLAIN_ACTIVITY)
+            if plain is not None:
+                kind, ts = plain
                 acc.events += 1
                 acc.last_seq = seq
-                if misfits(obj):
-                    acc.malformed += 1
                 acc.last_event, acc.last_event_ts = kind, ts
                 _touch(acc, ts)
-                _note_session(acc, obj)
-                if src == STREAM_SRC:
+                if _note_session(acc, obj):
+                    acc.malformed += 1
+                # plain_envelope took only a hook source: the stream's, or a hook's.
+                if str_field(obj, "src") == STREAM_SRC:
                     acc.stream_seen = True
                 else:
                     acc.hooks_seen = True
@@ -665,13 +662,18 @@ def feed_lines(acc: Accumulator, lines: Iterable[bytes], seq: int, worker: str =
     return acc
 
 
-def _note_session(acc: Accumulator, data: Mapping[str, Any]) -> None:
+def _note_session(acc: Accumulator, data: Mapping[str, Any]) -> bool:
+    """Record the session and permission mode a hook line reports (every hook's, read by
+    :data:`EVERY_HOOK_READS`); True when either holds a value of another type."""
     session = str_field(data, "session_id")
     if session:
         acc.session_id = session
     mode = str_field(data, "permission_mode")
     if mode:
         acc.permission_mode = mode
+    return (session is None and unusable_in(data, "session_id")) or (
+        mode is None and unusable_in(data, "permission_mode")
+    )
 
 
 def snapshot(

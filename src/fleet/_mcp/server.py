@@ -41,7 +41,6 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_connection
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
@@ -49,6 +48,7 @@ from fleet._core.attention import next_step
 from fleet._core.fold import WorkerState
 from fleet._core.ids import is_worker_id
 from fleet._errors import ToolError
+from fleet._mcp.frames import screened_stdio
 from fleet._mcp.tools import ToolFailure, Tools
 from mcp import types
 
@@ -373,7 +373,8 @@ class FleetServer:
                         return
 
             tg.start_soon(on_signal)
-            async with stdio_server() as (read_stream, write_stream):
+            # fleet's own screen before the SDK's reader: every request gets an answer.
+            async with screened_stdio() as (read_stream, write_stream):
                 await self.serve(read_stream, write_stream)
             tg.cancel_scope.cancel()
 

@@ -32,10 +32,11 @@ import attrs
 
 from fleet._errors import FleetError, SettingsError, one_line
 from fleet._files import atomic_write
-from fleet._home import DIR_MODE, FILE_MODE
+from fleet._home import FILE_MODE, ensure_dir
 from fleet._mcp.args import Args, _num, _opt
 from fleet._mcp.scope import Scope, redact, secrets, tool_key_source
 from fleet._mcp.specs import ADAPTERS, DEFAULT_MAX_WAIT, TOOLS_, specs
+from fleet._retire import MODES, Mode, mode_from_settings
 
 
 class ToolFailure(Exception):
@@ -271,7 +272,7 @@ class Tools:
             await self._in_scope(worker)
         return await self.json_of(
             "retire", *workers, *(["--all-done"] if all_done else []),
-            *_opt("mode", args.choice("mode", ("ask", "auto"))),
+            "--mode", await anyio.to_thread.run_sync(_retire_mode, args.choice("mode", MODES)),
             *(["--yes"] if args.flag("confirm") else []),
             *_opt("base", args.one_line("base")), *[f"--cmd={c}" for c in args.texts("cmds")],
             "--json",
@@ -329,7 +330,7 @@ class Tools:
         if not text.strip():
             raise SettingsError(f"the {kind[:-1]} is empty")
         folder = self.scope.home / "mcp" / kind
-        folder.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        ensure_dir(folder)  # 0700, its parent `mcp` too, whatever the umask
         stamp = time.strftime("%Y%m%dT%H%M%S")
         n = 1
         while (path := folder / f"{worker}-{stamp}-{n}.md").exists():
@@ -419,3 +420,14 @@ class Tools:
     def _current_branch(self, repo: Path) -> str:
         branch = self.scope.git.branch(repo)
         return branch or "HEAD"
+
+
+def _retire_mode(asked: str | None) -> Mode:
+    """The retire mode a call runs in: the user's setting, made stricter by the call's ``mode``
+    argument, never looser (a model asking for ``auto`` does not skip the user's ask). A
+    settings file that cannot be read counts as ``ask``."""
+    try:
+        configured = mode_from_settings()
+    except (SettingsError, OSError):
+        configured = "ask"
+    return "ask" if "ask" in (asked, configured) else "auto"
