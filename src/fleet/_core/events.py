@@ -30,6 +30,7 @@ from fleet._core.fields import (
     PID_MAX,
     TS_MAX,
     TS_MIN,
+    dict_field,
     int_field,
     is_pid,
     is_ts,
@@ -103,6 +104,11 @@ class HookEvent:
         """The field when it is a whole number in ``[low, high]``, else None."""
         return int_field(self.data, key, low, high)
 
+    def detail_text(self, key: str) -> str | None:
+        """A string in the line's ``detail`` summary (the redacted tool input), else None."""
+        detail = dict_field(self.data, "detail")
+        return str_field(detail, key) if detail is not None else None
+
 
 #: The hook fields the fold reads, and what each must be to be used: a string, or a whole
 #: number in a range. A test checks that this lists every field the fold and the classifier
@@ -118,6 +124,7 @@ HOOK_READS: Final[Mapping[str, tuple[type, int, int]]] = {
     "message": (str, 0, 0),
     "last_assistant_message": (str, 0, 0),
     "to_model": (str, 0, 0),
+    "request": (str, 0, 0),
     "background_tasks": (int, 0, COUNT_MAX),
     "agent_pid": (int, 1, PID_MAX),
     "agent_start": (int, INT_MIN, INT_MAX),
@@ -134,7 +141,7 @@ HOOK_READS_BY_HOOK: Final[Mapping[str, tuple[str, ...]]] = {
     "SessionEnd": ("error", "last_assistant_message"),
     "UserPromptSubmit": ("origin",),
     "UserPromptExpansion": ("origin",),
-    "PermissionRequest": ("tool_name",),
+    "PermissionRequest": ("tool_name", "request"),
     "Notification": ("notification_type", "message"),
     "PostModelSwitch": ("to_model",),
 }

@@ -430,9 +430,7 @@ def _record_hook(event: HookEvent, acc: Accumulator) -> None:
         acc.permission_tool = event.text("tool_name")
         acc.permission_request = event.text("request")
         acc.permission_fallback = None
-        detail = event.get("detail")
-        command = detail.get("command") if isinstance(detail, dict) else None
-        acc.permission_command = command if isinstance(command, str) else None
+        acc.permission_command = event.detail_text("command")
     elif hook == "Notification":
         acc.notification = _cut(event.text("message"), 500)
     elif hook == "SessionStart":
