@@ -19,6 +19,7 @@ from fleet.adapters.herdr import (
     DirtyWorktree,
     HerdrAdapter,
     HerdrError,
+    HerdrNotRunning,
     HerdrTimeout,
     PromptStalled,
     agent_name,
@@ -239,3 +240,113 @@ def test_hand_over_names_the_new_agent_apart_and_closes_the_old_pane(herdr: Rig)
 def test_agent_names_fit_herdrs_rule(worker: str, name: str) -> None:
     assert agent_name(worker) == name
     assert len(agent_name(worker, 12)) <= 32
+
+
+# -- the pre-start check: `herdr status --json` as herdr's src/cli/status.rs prints it ----------
+
+#: herdr 0.8.2's line for a running server and for none (src/cli/status.rs:205-289): no
+#: `result` envelope, exit 0 both times.
+RUNNING = (
+    '{"client":{"version":"0.8.2","channel":"stable","protocol":14,"binary":"/usr/bin/herdr",'
+    '"session":null},"server":{"status":"running","running":true,"version":"0.8.2",'
+    '"protocol":14,"capabilities":{"live_handoff":true,"detached_server_daemon":true},'
+    '"compatible":true,"socket":"/run/herdr.sock","session":null,"restart_needed":false},'
+    '"update":{"restart_needed":false}}'
+)
+DOWN = RUNNING.replace('"status":"running","running":true', '"status":"not_running",'
+                       '"running":false')
+
+
+def status_runner(line: str, seen: list[tuple[str, ...]]) -> MockRunner:
+    def handler(argv: tuple[str, ...], _o: Any) -> tuple[int, str, str]:
+        seen.append(argv)
+        return 0, line + "\n", ""
+
+    return MockRunner(handler)
+
+
+def test_check_reads_the_server_from_status_json() -> None:
+    seen: list[tuple[str, ...]] = []
+    HerdrAdapter(runner=status_runner(RUNNING, seen)).check(_spec())
+    assert seen == [("herdr", "status", "--json")]
+
+
+def test_check_refuses_in_one_line_when_no_server_runs() -> None:
+    with pytest.raises(HerdrNotRunning) as info:
+        HerdrAdapter(runner=status_runner(DOWN, [])).check(_spec())
+    message = str(info.value)
+    assert "no herdr server is running (at /run/herdr.sock)" in message
+    assert "\n" not in message
+    assert info.value.code == "server_not_running"
+
+
+def test_check_refuses_a_server_of_another_protocol() -> None:
+    line = RUNNING.replace('"compatible":true', '"compatible":false')
+    with pytest.raises(HerdrError, match="another protocol") as info:
+        HerdrAdapter(runner=status_runner(line, [])).check(_spec())
+    assert info.value.code == "protocol_mismatch"
+
+
+def test_check_says_what_it_got_when_status_prints_no_status() -> None:
+    text = "client:\n  version: 0.8.2\n\nserver:\n  status: running\n"
+    with pytest.raises(HerdrError, match="printed no server status") as info:
+        HerdrAdapter(runner=status_runner(text, [])).check(_spec())
+    assert info.value.code == "bad_output"
+
+
+def test_the_fake_answers_status_as_herdr_does(herdr: Rig) -> None:
+    """Exit 0 and `server.running` false with no server; every other command then answers
+    herdr's server_not_running error (src/cli/server_not_running.rs), exit 1."""
+    scenario(herdr)
+    path = herdr.tmp / "herdr" / "state.json"
+    state = json.loads(path.read_text())
+    state["server"] = False
+    path.write_text(json.dumps(state))
+    done = herdr.runner.run([str(herdr.adapter.herdr), "status", "--json"])  # type: ignore[union-attr]
+    assert done.returncode == 0
+    line = json.loads(done.stdout)
+    assert "result" not in line and line["server"]["running"] is False
+    with pytest.raises(HerdrNotRunning, match="no herdr server is running"):
+        herdr.adapter.agents()  # type: ignore[union-attr]
+
+
+def _spec() -> Any:
+    from fleet.adapters._base import LaunchSpec
+
+    return LaunchSpec(worker="w1", brief=Path("/dev/null"))
+
+
+# -- closing the last pane closes the workspace (src/app/api/panes.rs close_pane) -------------
+
+
+def test_closing_the_agents_pane_closes_its_workspace_and_keeps_the_checkout(herdr: Rig) -> None:
+    ws, _spec = herdr.started("w1")
+    herdr.adapter.close(ws)
+    assert ws.handle["workspace"] not in herdr.herdr_state()["workspaces"]
+    assert ws.worktree.is_dir()
+    with pytest.raises(HerdrError) as info:
+        herdr.adapter._call(  # type: ignore[union-attr]
+            "worktree", "remove", "--workspace", ws.handle["workspace"])
+    assert info.value.code == "workspace_not_found"
+    herdr.adapter.close(ws)  # closed already: nothing to do
+
+
+def test_delete_removes_the_checkout_of_a_workspace_herdr_already_closed(herdr: Rig) -> None:
+    ws, _spec = herdr.started("w1")
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    herdr.adapter.close(ws)
+    herdr.adapter.delete(ws)
+    assert not ws.worktree.exists()
+    # never forced, and the branch stays
+    assert not any("--force" in c for c in herdr.runner.calls)
+    assert git(herdr.repo.path, "branch", "--list", "fleet/w1")
+
+
+def test_delete_after_the_workspace_closed_still_refuses_uncommitted_work(herdr: Rig) -> None:
+    ws, _spec = herdr.started("w1")
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    herdr.adapter.close(ws)
+    (ws.worktree / "scratch.txt").write_text("x\n")
+    with pytest.raises(Refused):
+        herdr.adapter.delete(ws)
+    assert (ws.worktree / "scratch.txt").is_file()

@@ -217,6 +217,19 @@ def test_fleet_start_herdr_runs_the_app_launch_rules_in_a_labelled_pane(
                                                                               "what it says.")
 
 
+def test_fleet_start_herdr_refuses_in_one_line_when_no_herdr_server_runs(
+    herdr: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`herdr status` exits 0 with no server (herdr src/cli/status.rs): the check reads
+    `server.running` and refuses before anything is created."""
+    (herdr.tmp / "herdr").mkdir(exist_ok=True)
+    (herdr.tmp / "herdr" / "state.json").write_text(json.dumps({"server": False}))
+    err = one_line_error(capsys, start(herdr, "w1", "herdr", "--profile", "claude:work"))
+    assert "no herdr server is running" in err and "start herdr" in err
+    assert herdr_calls(herdr) == [["status", "--json"]]
+    assert "w1" not in Fleet().workers()
+
+
 def test_the_permission_mode_comes_from_the_settings(
     herdr: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,9 +14,11 @@ It drives the ``herdr`` CLI (herdr 0.8.0 and later) through the injected runner:
   old pane, ``pane close`` closes it, ``worktree remove`` (never ``--force``) deletes.
 
 Results are single-line JSON (``{"id":…,"result":{"type":…}}``) on stdout; server errors are
-JSON (``{"error":{"code","message"}}``) on stderr with exit 1; usage errors exit 2. Each error
-code that needs a decision becomes its own exception, so a coordinator can tell a stalled
-prompt from a blocked agent from a dirty worktree.
+JSON (``{"error":{"code","message"}}``) on stderr with exit 1 (``server_not_running`` when no
+server runs); usage errors exit 2. ``herdr status --json`` is the exception: the CLI answers it
+itself, without a ``result`` envelope, exit 0 whether or not a server runs. Each error code
+that needs a decision becomes its own exception, so a coordinator can tell a stalled prompt
+from a blocked agent from a dirty worktree.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "DirtyWorktree",
     "HerdrAdapter",
     "HerdrError",
+    "HerdrNotRunning",
     "HerdrTimeout",
     "PromptStalled",
     "agent_name",
@@ -87,6 +90,10 @@ class HerdrTimeout(HerdrError, TimeoutError):
 
 class DirtyWorktree(HerdrError, Refused):
     """``worktree remove`` refused: the checkout has uncommitted changes."""
+
+
+class HerdrNotRunning(HerdrError):
+    """No herdr server runs (``server_not_running``): herdr must be started first."""
 
 
 def agent_name(worker: str, suffix: int | None = None) -> str:
@@ -323,8 +330,39 @@ class HerdrAdapter:
         return handle
 
     def check(self, spec: LaunchSpec) -> None:
-        """Before anything is created: the herdr server answers."""
-        self._call("status")
+        """Before anything is created: the herdr server runs and speaks this CLI's protocol.
+
+        ``herdr status --json`` is answered by the CLI itself, not the server (herdr
+        src/cli/status.rs, the same in 0.8.0 and 0.8.2): one compact line
+        ``{"client":{…},"server":{"status","running","compatible",…},"update":{…}}`` with no
+        ``result`` envelope, exit 0 even when no server runs. So the answer is read, never
+        the exit code alone."""
+        done = self._run("status", "--json", timeout=30)
+        server = _status_server(done.stdout)
+        if server is None:
+            raise HerdrError(
+                "herdr status --json printed no server status "
+                f"({done.stdout.strip()[:200]!r}); fleet needs herdr 0.8.0 or later: check "
+                "`herdr --version`",
+                code="bad_output",
+                command="status",
+            )
+        socket = str(server.get("socket") or "its socket")
+        if server.get("running") is not True:
+            raise HerdrNotRunning(
+                f"no herdr server is running (at {socket}); start herdr (run `herdr`), "
+                "then start the worker again",
+                code="server_not_running",
+                command="status",
+            )
+        if server.get("compatible") is False:
+            raise HerdrError(
+                f"the herdr server at {socket} (version {server.get('version') or '?'}) speaks "
+                "another protocol than this herdr CLI: restart herdr after its update, then "
+                "start the worker again",
+                code="protocol_mismatch",
+                command="status",
+            )
 
     def discard(self, workspace: Workspace) -> None:
         """Take back a workspace a failed start made (the caller checked that it holds no
@@ -443,7 +481,7 @@ class HerdrAdapter:
                 "--lines", str(lines),
             ).stdout
         except HerdrError as exc:
-            if exc.code not in ("agent_not_found", "agent_not_running", "not_found"):
+            if exc.code not in ("agent_not_found", "agent_not_running", "pane_not_found"):
                 raise
         return self._run(
             "pane", "read", _pane(workspace), "--source", "recent-unwrapped",
@@ -505,9 +543,21 @@ class HerdrAdapter:
             return ""
 
     def close(self, workspace: Workspace) -> None:
-        self._run("pane", "close", _pane(workspace))
+        """Close the agent's pane. herdr closes a workspace with its last pane (its
+        src/app/api/panes.rs ``close_pane``), so after this the workspace may be gone too; its
+        checkout stays, and :meth:`delete` still removes it. A pane already closed is closed."""
+        try:
+            self._run("pane", "close", _pane(workspace))
+        except HerdrError as exc:
+            if exc.code != "pane_not_found":
+                raise
 
     def delete(self, workspace: Workspace) -> None:
+        """``worktree remove --workspace`` (never ``--force``). When herdr no longer has the
+        workspace (closed with its last pane, by :meth:`close` or by hand: herdr then answers
+        ``workspace_not_found`` and keeps no record of the checkout), the checkout is removed
+        the way herdr removes one: ``git worktree remove`` without ``--force`` from the
+        repository's main worktree, which refuses modified or untracked files."""
         ws = workspace.handle.get("workspace")
         if not ws:
             raise ValueError("this workspace has no herdr workspace id")
@@ -521,6 +571,12 @@ class HerdrAdapter:
                 code=exc.code,
                 command=exc.command,
             ) from exc
+        except HerdrError as exc:
+            if exc.code != "workspace_not_found":
+                raise
+            from fleet.adapters import WorktreeDeleter
+
+            WorktreeDeleter(runner=self.runner).delete(workspace)
         if workspace.worktree.exists():
             raise HerdrError(f"herdr reported {workspace.worktree} removed, but it is still there")
 
@@ -528,7 +584,7 @@ class HerdrAdapter:
         try:
             info = self.agent(_agent(workspace))
         except HerdrError as exc:
-            if exc.code not in ("agent_not_found", "agent_not_running", "not_found"):
+            if exc.code not in ("agent_not_found", "agent_not_running", "pane_not_found"):
                 raise
             return {"host": self.name, "agent": _agent(workspace), "agent_status": "absent"}
         keep = ("name", "agent", "agent_status", "pane_id", "workspace_id", "cwd", "title")
@@ -563,6 +619,7 @@ def _error_for(code: str, message: str, command: str) -> HerdrError:
         "agent_blocked": AgentBlocked,
         "timeout": HerdrTimeout,
         "dirty_worktree_requires_force": DirtyWorktree,
+        "server_not_running": HerdrNotRunning,
     }.get(code, HerdrError)
     if kind is PromptStalled:
         message += (
@@ -570,6 +627,19 @@ def _error_for(code: str, message: str, command: str) -> HerdrError:
             "delivered: read its screen before sending again"
         )
     return kind(message, code=code, command=command)
+
+
+def _status_server(stdout: str) -> dict[str, Any] | None:
+    """The ``server`` object of ``herdr status --json``'s one line, if it printed one."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            payload = json.loads(line)
+        except ValueError:
+            continue
+        server = payload.get("server") if isinstance(payload, dict) else None
+        if isinstance(server, dict):
+            return server
+    return None
 
 
 def _trust_prompt(kind: str, screen: str) -> _TrustPrompt | None:
