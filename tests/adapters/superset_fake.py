@@ -159,6 +159,7 @@ class FakeSupersetHost:
             "workspace.delete": ("mutation", self._workspace_delete),
             "settings.agentConfigs.list": ("query", lambda _i: list(self.configs)),
             "settings.agentConfigs.add": ("mutation", self._config_add),
+            "settings.agentConfigs.update": ("mutation", self._config_update),
             "settings.agentConfigs.remove": ("mutation", self._config_remove),
             "agents.run": ("mutation", self._agents_run),
             "terminal.list": ("query", self._terminal_list),
@@ -235,6 +236,19 @@ class FakeSupersetHost:
     def _config_add(self, data: dict[str, Any]) -> dict[str, Any]:
         cid = self.add_config(data["label"], data["command"], list(data["args"]))
         return next(c for c in self.configs if c["id"] == cid)
+
+    def _config_update(self, data: dict[str, Any]) -> dict[str, Any]:
+        """settings.agentConfigs.update {id, patch}: the fields the patch names, else 404."""
+        config = next((c for c in self.configs if c["id"] == data.get("id")), None)
+        if config is None:
+            raise TRPCError(404, f"Host agent config not found: {data.get('id')}", "NOT_FOUND")
+        patch = data.get("patch") or {}
+        if not patch:
+            raise TRPCError(400, "Patch must update at least one field")
+        for key in ("label", "command", "args", "promptTransport", "promptArgs", "env"):
+            if key in patch:
+                config[key] = patch[key]
+        return dict(config)
 
     def _config_remove(self, data: dict[str, Any]) -> dict[str, Any]:
         self.configs = [c for c in self.configs if c["id"] != data.get("id")]

@@ -182,6 +182,38 @@ def test_superset_refuses_a_config_that_runs_another_model(
     nothing_left(superset)
 
 
+def test_a_config_mismatch_names_the_command_that_fixes_it(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refusal names the add-config line; on the host route running it with --yes
+    rewrites the config and the same start then works."""
+    argv = start(superset, "w1", "superset", "--profile", "claude:work", "--model", "opus")
+    err = one_line_error(capsys, argv)
+    fix = "fleet superset add-config claude:work --model opus --update"
+    assert f"run `{fix}` to see the change and add --yes to make it" in err
+    words = [*fix.split()[1:], "--yes"]
+    if superset.kind == "superset-cli":
+        # the superset CLI has no command that edits an agent config: said in one line
+        assert main(words) == 1
+        assert "cannot edit agent configs" in capsys.readouterr().err
+        return
+    assert main(words) == 0
+    assert capsys.readouterr().out.startswith("updated: Claude · work (opus): ")
+    assert main(argv) == 0
+
+
+def test_superset_refuses_an_api_profile_config_without_its_tool_list(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert superset.host is not None
+    superset.host.add_config("Claude · glm", "/opt/clausona/bin/clausona",
+                             ["run", "claude:glm", "--", "--permission-mode", "default",
+                              STRICT_MCP])
+    err = one_line_error(capsys, start(superset, "w1", "superset", "--profile", "claude:glm"))
+    assert f"no --tools list (an API profile runs with {API_TOOLS})" in err
+    nothing_left(superset)
+
+
 def test_superset_needs_a_profile(superset: Rig, capsys: pytest.CaptureFixture[str]) -> None:
     err = one_line_error(capsys, start(superset, "w1", "superset"))
     assert "--profile" in err
@@ -437,3 +469,55 @@ def test_the_facade_starts_in_an_app_through_the_same_orchestration(herdr: Rig) 
         assert create[create.index("--label") + 1] == "facade · work"
         with pytest.raises(SettingsError, match="unknown app adapter 'tmux'"):
             fleet.start("other", task=task, repo=herdr.repo.path, adapter="tmux")
+
+
+# -- hand-over: start's launch rules and checks -------------------------------------------------
+
+
+def test_a_herdr_hand_over_launches_by_starts_rules(
+    herdr: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The settings' permission mode and an API profile's tool list reach the new agent."""
+    assert main(["settings", "set", "permissions.claude", "acceptEdits"]) == 0
+    assert main(start(herdr, "w1", "herdr", "--profile", "claude:work")) == 0
+    capsys.readouterr()
+    assert main(["hand-over", "w1", "--profile", "claude:glm", "--brief",
+                 str(herdr.tmp / "briefs" / "w1.md")]) == 0, capsys.readouterr().err
+    first, second = herdr_calls(herdr, "pane", "run")
+    words = shlex.split(second[3])
+    assert words[1:4] == ["run", "claude:glm", "--"]
+    assert words[4:6] == ["--permission-mode", "acceptEdits"]
+    assert API_TOOLS in words and API_TOOLS not in shlex.split(first[3])
+
+
+def test_a_herdr_hand_over_is_refused_before_anything_when_no_server_runs(
+    herdr: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(start(herdr, "w1", "herdr", "--profile", "claude:work")) == 0
+    capsys.readouterr()
+    path = herdr.tmp / "herdr" / "state.json"
+    state = json.loads(path.read_text())
+    state["server"] = False
+    path.write_text(json.dumps(state))
+    err = one_line_error(capsys, ["hand-over", "w1", "--profile", "claude:side", "--brief",
+                                  str(herdr.tmp / "briefs" / "w1.md")])
+    assert "no herdr server is running" in err
+    assert herdr_calls(herdr, "pane", "split") == []
+
+
+def test_a_superset_hand_over_checks_the_config_as_start_does(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """claude:side's config runs sonnet: a hand-over asking for opus is refused before a new
+    agent starts, with the command that fixes it."""
+    assert superset.host is not None
+    assert main(start(superset, "w1", "superset", "--profile", "claude:work")) == 0
+    capsys.readouterr()
+    runs = [c for c in superset.host.calls if c[0] == "agents.run"]
+    assert runs  # the start's
+    err = one_line_error(capsys, ["hand-over", "w1", "--profile", "claude:side", "--model",
+                                  "opus", "--brief", str(superset.tmp / "briefs" / "w1.md")])
+    assert "--model sonnet instead of opus" in err
+    assert "fleet superset add-config claude:side --model opus --update" in err
+    assert [c for c in superset.host.calls if c[0] == "agents.run"] == runs
+    assert Fleet().state("w1").profile == "claude:work"
