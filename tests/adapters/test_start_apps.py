@@ -286,7 +286,8 @@ def test_the_adapter_comes_from_the_settings(
 
 
 @pytest.mark.parametrize("option", [["--endpoint", "https://x.invalid"], ["--small-model", "m"],
-                                    ["--allowed-tools", "Read"], ["--retries", "1"]])
+                                    ["--allowed-tools", "Read"], ["--retries", "1"],
+                                    ["--retries", "3"], ["--backoff", "2"]])
 def test_an_app_refuses_headless_only_options(
     herdr: Rig, capsys: pytest.CaptureFixture[str], option: list[str]
 ) -> None:
@@ -294,6 +295,19 @@ def test_an_app_refuses_headless_only_options(
                                        *option))
     assert f"{option[0]} is for headless workers" in err
     assert not herdr_calls(herdr, "worktree")
+
+
+@pytest.mark.parametrize("value", ["2", "4"])
+def test_fleet_run_refuses_max_parallel_with_an_app_whatever_its_value(
+    herdr: Rig, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """4 is the headless default: it is refused as explicitly as any other value."""
+    tasks = herdr.tmp / "TASKS.toml"
+    tasks.write_text('[[task]]\nname = "w1"\nbrief = "b.md"\n')
+    err = one_line_error(capsys, ["run", str(tasks), "--adapter", "herdr", "--max-parallel",
+                                  value])
+    assert "--max-parallel is for headless workers; not with --adapter herdr" in err
+    assert not herdr_calls(herdr)
 
 
 def test_herdr_answers_a_late_trust_question_before_the_brief(
