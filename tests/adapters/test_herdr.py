@@ -22,7 +22,10 @@ from fleet.adapters.herdr import (
     HerdrNotRunning,
     HerdrTimeout,
     PromptStalled,
+    _trust_prompt,
     agent_name,
+    choose_trust,
+    trust_keys,
 )
 from tests.adapters.conftest import CLAUSONA, Rig, git, make_rig
 from tests.conftest import Repo
@@ -77,11 +80,40 @@ def test_worktree_create_labels_and_never_focuses(herdr: Rig) -> None:
     assert create[create.index("--branch") + 1] == "fleet/w1"
 
 
-def test_folder_trust_is_answered_for_this_worktree(herdr: Rig) -> None:
-    scenario(herdr, trust_prompt=True)
+@pytest.mark.parametrize(("release", "keys"), [("2.1.197", ["enter"]),
+                                             ("2.1.332", ["down", "enter"])])
+def test_folder_trust_is_answered_for_this_worktree(
+    herdr: Rig, release: str, keys: list[str]
+) -> None:
+    """2.1.197 starts on "Yes", 2.1.332 on "No, exit": the answer is read from the screen."""
+    scenario(herdr, trust_prompt=True, claude=release)
     ws, _spec = herdr.started("w1")
-    assert calls(herdr, "agent", "send-keys") == [["agent", "send-keys", "w1", "down", "enter"]]
+    # one key at a time, each read back from the screen
+    assert calls(herdr, "agent", "send-keys") == [["agent", "send-keys", "w1", k] for k in keys]
     assert herdr.adapter.describe(ws)["agent_status"] == "working"
+
+
+CAPTURES = Path(__file__).resolve().parents[1] / "fakes" / "captures"
+
+
+@pytest.mark.parametrize(("capture", "agent", "keys"), [
+    ("claude-2.1.197-trust.txt", "claude", ("enter",)),
+    ("claude-2.1.332-trust.txt", "claude", ("down", "enter")),
+    ("codex-0.171.0-trust.txt", "codex", ("enter",)),
+])
+def test_the_trust_answer_is_read_from_the_real_screens(
+    capture: str, agent: str, keys: tuple[str, ...]
+) -> None:
+    screen = (CAPTURES / capture).read_text().replace("{path}", "/w/repo")
+    prompt = _trust_prompt(agent, screen)
+    assert prompt is not None
+    assert trust_keys(prompt, screen) == keys
+
+
+def test_a_trust_question_without_a_selection_is_not_guessed(herdr: Rig) -> None:
+    screen = (CAPTURES / "claude-2.1.332-trust.txt").read_text().replace("❯", " ")
+    prompt = _trust_prompt("claude", screen)
+    assert prompt is not None and trust_keys(prompt, screen) is None
 
 
 def test_folder_trust_for_another_folder_is_left_to_the_user(herdr: Rig) -> None:
@@ -92,6 +124,38 @@ def test_folder_trust_for_another_folder_is_left_to_the_user(herdr: Rig) -> None
         herdr.adapter.start(ws, spec)
     assert calls(herdr, "agent", "send-keys") == []
     assert calls(herdr, "agent", "prompt") == []
+
+
+def test_a_dropped_key_is_pressed_again_and_enter_only_on_yes() -> None:
+    """2.1.332 draws the question before it takes keys: a down that does not show is pressed
+    again, and enter comes only once the screen shows "Yes" selected."""
+    screen = (CAPTURES / "claude-2.1.332-trust.txt").read_text()
+    moved = screen.replace("❯ No, exit", "  No, exit").replace("  Yes, I trust", "❯ Yes, I trust")
+    pressed: list[str] = []
+    screens = iter([screen, screen, screen, moved, "> \n"])
+    current = [screen]
+
+    def read() -> str:
+        current[0] = next(screens, current[0])
+        return current[0]
+
+    prompt = _trust_prompt("claude", screen)
+    assert prompt is not None
+    clock = [0.0]
+
+    def sleep(s: float) -> None:
+        clock[0] += s
+
+    import fleet.adapters.herdr as herdr_module
+
+    real = herdr_module.time.monotonic
+    herdr_module.time.monotonic = lambda: clock[0]  # type: ignore[assignment]
+    try:
+        choose_trust(prompt, read, pressed.append, timeout=30, poll=0.5, sleep=sleep,
+                     screen=screen)
+    finally:
+        herdr_module.time.monotonic = real  # type: ignore[assignment]
+    assert pressed == ["down", "down", "enter"]
 
 
 def test_codex_trust_is_answered_with_enter(herdr: Rig) -> None:

@@ -58,7 +58,10 @@ __all__ = [
     "HerdrNotRunning",
     "HerdrTimeout",
     "PromptStalled",
+    "TrustUnanswered",
     "agent_name",
+    "choose_trust",
+    "trust_keys",
 ]
 
 _NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -107,21 +110,27 @@ def agent_name(worker: str, suffix: int | None = None) -> str:
 
 @attrs.frozen(kw_only=True)
 class _TrustPrompt:
-    """How one agent asks whether to trust a folder, and the keys that answer yes."""
+    """How one agent asks whether to trust a folder: the question's text, the option that
+    trusts it, and the mark before the option selected."""
 
     agent: str
     markers: tuple[str, ...]
-    keys: tuple[str, ...]
+    accept: str
+    pointer: str
 
 
-#: Claude Code highlights "No, exit"; Codex highlights "1. Trust and continue".
+#: Which option starts selected differs between releases: Claude Code 2.1.197 starts on
+#: "1. Yes, I trust this folder", 2.1.332 on "No, exit" (unnumbered); Codex 0.171 on
+#: "1. Trust and continue" (tests/fakes/captures). So the answer is read from the screen.
 TRUST_PROMPTS: tuple[_TrustPrompt, ...] = (
     _TrustPrompt(
         agent="claude",
         markers=("Is this a project you created or one you trust", "Do you trust the files"),
-        keys=("down", "enter"),
+        accept="Yes, I trust this folder",
+        pointer="❯",
     ),
-    _TrustPrompt(agent="codex", markers=("Trust this folder",), keys=("enter",)),
+    _TrustPrompt(agent="codex", markers=("Trust this folder",), accept="Trust and continue",
+                 pointer="›"),
 )
 
 
@@ -464,7 +473,19 @@ class HerdrAdapter:
                 f"herdr agent {name} asks to trust a folder that is not its worktree "
                 f"{workspace.worktree}; not answering it"
             )
-        self._run("agent", "send-keys", name, *prompt.keys)
+        try:
+            choose_trust(
+                prompt,
+                lambda: self._run("agent", "read", name, "--source", "visible").stdout,
+                lambda key: self._run("agent", "send-keys", name, key),
+                timeout=self.ready_timeout, poll=self.poll, sleep=self._sleep, screen=screen,
+            )
+        except TrustUnanswered as exc:
+            raise AgentBlocked(
+                f"herdr agent {name} asks whether to trust {workspace.worktree}: {exc}. Answer "
+                "it in its pane, then send the brief again",
+                code="agent_blocked",
+            ) from exc
         self.wait(name, until=("idle", "done"), timeout=self.ready_timeout)
         screen = self._run("agent", "read", name, "--source", "visible").stdout
         if _trust_prompt(kind, screen) is not None:
@@ -648,6 +669,71 @@ def _trust_prompt(kind: str, screen: str) -> _TrustPrompt | None:
         (p for p in TRUST_PROMPTS if p.agent == kind and any(m in screen for m in p.markers)),
         None,
     )
+
+
+class TrustUnanswered(HerdrError):
+    """The trust question showed no selection fleet could read, or did not take its keys."""
+
+
+#: How long a key may take to show on the screen before it counts as dropped and is pressed
+#: again (Claude Code 2.1.332 draws the question before it takes keys, and drops those).
+KEY_TAKEN = 1.0
+
+
+def choose_trust(
+    prompt: _TrustPrompt,
+    read: Callable[[], str],
+    press: Callable[[str], object],
+    *,
+    timeout: float,
+    poll: float = 0.1,
+    sleep: Callable[[float], None] = time.sleep,
+    screen: str | None = None,
+) -> str:
+    """Answer ``prompt`` yes one key at a time, reading the screen after each: move the
+    selection toward the trusting option, and press enter only while the screen shows that
+    option selected. A key the screen does not show within ``KEY_TAKEN`` seconds is read
+    again and pressed again. Returns the screen once the question is gone; raises
+    :class:`TrustUnanswered` when no selection can be read or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    screen = read() if screen is None else screen
+    while any(m in screen for m in prompt.markers):
+        keys = trust_keys(prompt, screen)
+        if keys is None:
+            raise TrustUnanswered(
+                f"the screen shows no selected answer fleet can read: {_tail(screen)}",
+                code="agent_blocked",
+            )
+        if time.monotonic() >= deadline:
+            raise TrustUnanswered(
+                f"the question did not take its answer within {timeout:g}s: {_tail(screen)}",
+                code="agent_blocked",
+            )
+        press(keys[0])
+        again = time.monotonic() + KEY_TAKEN
+        before = screen
+        while screen == before and time.monotonic() < min(again, deadline):
+            sleep(poll)
+            screen = read()
+    return screen
+
+
+def trust_keys(prompt: _TrustPrompt, screen: str) -> tuple[str, ...] | None:
+    """The keys that choose the trusting answer of ``prompt`` on ``screen``: as many ``down``
+    (or ``up``) as the options between the selected one and it, then ``enter``. None when the
+    screen does not show both (fleet then never guesses: a wrong Enter exits the agent)."""
+    lines = [line.strip() for line in screen.splitlines()]
+    accept = [n for n, line in enumerate(lines) if prompt.accept in line]
+    if not accept:
+        return None
+    at = accept[-1]
+    # the selected option is next to it: the options are one line each
+    near = [n for n in range(max(0, at - 4), min(len(lines), at + 5))
+            if lines[n].startswith(prompt.pointer)]
+    if len(near) != 1:
+        return None
+    moves = at - near[0]
+    return ("down",) * moves + ("up",) * -moves + ("enter",)
 
 
 def _mentions(screen: str, worktree: Path) -> bool:
