@@ -27,7 +27,7 @@ from fleet.adapters.herdr import (
     choose_trust,
     trust_keys,
 )
-from tests.adapters.conftest import CLAUSONA, Rig, git, make_rig
+from tests.adapters.conftest import CLAUSONA, HERDR, RecordingRunner, Rig, git, make_rig
 from tests.conftest import Repo
 
 
@@ -414,3 +414,49 @@ def test_delete_after_the_workspace_closed_still_refuses_uncommitted_work(herdr:
     with pytest.raises(Refused):
         herdr.adapter.delete(ws)
     assert (ws.worktree / "scratch.txt").is_file()
+
+
+# -- delivery confirmed by the agent's own hook (the screen may no longer show the line) ------
+
+
+class HookingRunner(RecordingRunner):
+    """Journals the agent's UserPromptSubmit right after herdr types a prompt, as fleet's hook
+    in a real agent does."""
+
+    def __init__(self, journal: Any, worker: str) -> None:
+        super().__init__()
+        self.journal, self.worker = journal, worker
+
+    def run(self, argv: Any, **kw: Any) -> Any:
+        done = super().run(argv, **kw)
+        if list(argv[1:3]) == ["agent", "prompt"] and done.returncode == 0:
+            from fleet._core.events import HookEvent
+
+            self.journal.append(self.worker, HookEvent(
+                ts=self.journal.clock.now(), src="claude", hook="UserPromptSubmit", data={}))
+        return done
+
+
+def test_the_agents_prompt_hook_confirms_a_brief_the_screen_no_longer_shows(herdr: Rig) -> None:
+    """Claude Code 2.1.332 draws on the alternate screen: the typed line can be gone from the
+    pane before it is read. The agent's UserPromptSubmit, journaled after the send, confirms
+    it; without it the same start fails (test_start_apps: the brief that never shows)."""
+    scenario(herdr, swallow=True)
+    runner = HookingRunner(herdr.fleet.journal, "w1")
+    adapter = HerdrAdapter(runner=runner, journal=herdr.fleet.journal, herdr=HERDR,
+                           clausona=CLAUSONA, poll=0.05, confirm_timeout=5)
+    ws = adapter.create_workspace("w1", repo=herdr.repo.path, base="main", label="Docs")
+    spec = herdr.spec("w1", herdr.brief("Brief.\n"))
+    adapter.start(ws, spec)
+    assert str(spec.brief) not in adapter.read(ws)  # the screen never showed it
+    assert herdr.fleet.state("w1").state == "working"
+
+
+def test_a_brief_neither_hooked_nor_shown_is_not_confirmed(herdr: Rig) -> None:
+    scenario(herdr, swallow=True)
+    adapter = HerdrAdapter(runner=RecordingRunner(), journal=herdr.fleet.journal, herdr=HERDR,
+                           clausona=CLAUSONA, poll=0.05, confirm_timeout=0.3)
+    ws = adapter.create_workspace("w1", repo=herdr.repo.path, base="main", label="Docs")
+    with pytest.raises(HerdrError, match="does not show it") as info:
+        adapter.start(ws, herdr.spec("w1", herdr.brief("Brief.\n")))
+    assert info.value.code == "prompt_not_shown"

@@ -36,7 +36,7 @@ import attrs
 
 from fleet._clock import Clock
 from fleet._core.events import HandedOver
-from fleet._errors import Refused, ToolError
+from fleet._errors import FleetError, Refused, ToolError
 from fleet._guards import require_safe
 from fleet._port import FileJournal, JournalPort
 from fleet._runner import Completed, Runner, SubprocessRunner
@@ -335,7 +335,8 @@ class HerdrAdapter:
             task=spec.task,
         )
         self._launch(handle["pane"], name, workspace, spec)
-        self._send_pointer(handle["pane"], name, pointer_line(spec.brief), "brief")
+        self._send_pointer(handle["pane"], name, pointer_line(spec.brief), "brief",
+                           spec.worker)
         return handle
 
     def check(self, spec: LaunchSpec) -> None:
@@ -379,14 +380,23 @@ class HerdrAdapter:
         ws = handle_of(workspace, "workspace", "herdr workspace id")
         self._call("worktree", "remove", "--workspace", ws, timeout=120)
 
-    def _send_pointer(self, pane: str, name: str, line: str, kind: str) -> None:
-        """Prompt the agent with ``line``, then read the pane back until the line shows: herdr
-        can report a prompt delivered that never reached the agent's input (a paste dropped
-        by a redraw, an Enter sent too early), and a worker without its brief only idles."""
+    def _send_pointer(
+        self, pane: str, name: str, line: str, kind: str, worker: str | None = None
+    ) -> None:
+        """Prompt the agent with ``line``, then confirm it arrived: herdr can report a prompt
+        delivered that never reached the agent's input (a paste dropped by a redraw, an Enter
+        sent too early), and a worker without its brief only idles. The agent's own
+        ``UserPromptSubmit`` hook, journaled after the send, confirms it; else the line on the
+        pane's screen does (Claude Code 2.1.332 draws on the alternate screen, so the typed
+        line may leave the screen as soon as the agent works: the hook is read first)."""
+        since = self._hook_count(worker)
         self.prompt(name, line)
         want = "".join(line.split())
         deadline = time.monotonic() + self.confirm_timeout
         while True:
+            now = self._hook_count(worker) if since is not None else None
+            if since is not None and now is not None and now > since:
+                return
             screen = self._run(
                 "pane", "read", pane, "--source", "recent-unwrapped", "--lines", "200"
             ).stdout
@@ -402,6 +412,19 @@ class HerdrAdapter:
                     command="agent prompt",
                 )
             self._sleep(self.poll)
+
+    def _hook_count(self, worker: str | None) -> int | None:
+        """How many ``UserPromptSubmit`` hooks the worker's journal holds (None without one)."""
+        if not worker:
+            return None
+        from fleet import _journal
+        from fleet._core.events import HookEvent
+
+        try:
+            events = _journal.read_events(self.journal.home, worker)
+        except (FleetError, OSError):
+            return None
+        return sum(isinstance(e, HookEvent) and e.hook == "UserPromptSubmit" for e in events)
 
     def _launch(self, pane: str, name: str, workspace: Workspace, spec: LaunchSpec) -> None:
         command = shlex.join(launch_argv(spec, clausona=self.clausona))
@@ -553,7 +576,7 @@ class HerdrAdapter:
             ),
         )
         self._send_pointer(pane, name, pointer_line(note, kind="hand-over note"),
-                           "hand-over note")
+                           "hand-over note", spec.worker)
         self._run("pane", "close", old_pane)
         return handle
 
