@@ -126,36 +126,60 @@ def test_folder_trust_for_another_folder_is_left_to_the_user(herdr: Rig) -> None
     assert calls(herdr, "agent", "prompt") == []
 
 
-def test_a_dropped_key_is_pressed_again_and_enter_only_on_yes() -> None:
-    """2.1.332 draws the question before it takes keys: a down that does not show is pressed
-    again, and enter comes only once the screen shows "Yes" selected."""
-    screen = (CAPTURES / "claude-2.1.332-trust.txt").read_text()
-    moved = screen.replace("❯ No, exit", "  No, exit").replace("  Yes, I trust", "❯ Yes, I trust")
-    pressed: list[str] = []
-    screens = iter([screen, screen, screen, moved, "> \n"])
-    current = [screen]
+class SlowTUI:
+    """Claude Code 2.1.332's trust question on a clock: options No (selected) and Yes in a
+    list that wraps; keys pressed before ``live`` are dropped, the others land ``delay``
+    seconds after they were pressed; enter on Yes trusts, on No exits."""
 
-    def read() -> str:
-        current[0] = next(screens, current[0])
-        return current[0]
+    def __init__(self, *, live: float, delay: float) -> None:
+        self.now, self.live, self.delay = 0.0, live, delay
+        self.pending: list[tuple[float, str]] = []
+        self.cursor, self.outcome = 0, ""
+        self.pressed: list[str] = []
+        self.screen = (CAPTURES / "claude-2.1.332-trust.txt").read_text()
 
-    prompt = _trust_prompt("claude", screen)
-    assert prompt is not None
-    clock = [0.0]
+    def press(self, key: str) -> None:
+        self.pressed.append(key)
+        if self.now >= self.live:
+            self.pending.append((self.now + self.delay, key))
 
-    def sleep(s: float) -> None:
-        clock[0] += s
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for due, key in [p for p in self.pending if p[0] <= self.now]:
+            self.pending.remove((due, key))
+            if self.outcome:
+                continue
+            if key == "enter":
+                self.outcome = "trusted" if self.cursor == 1 else "exited"
+            else:
+                self.cursor = (self.cursor + (1 if key == "down" else -1)) % 2
 
+    def read(self) -> str:
+        if self.outcome:
+            return "> \n" if self.outcome == "trusted" else "$ \n"
+        no, yes = ("❯ No, exit", "  Yes, I trust") if self.cursor == 0 else (
+            "  No, exit", "❯ Yes, I trust")
+        return self.screen.replace("❯ No, exit", no).replace("  Yes, I trust", yes)
+
+
+@pytest.mark.parametrize(("live", "delay"), [(0.0, 0.1), (2.5, 0.1), (0.0, 1.5), (2.5, 1.9),
+                                           (1.0, 3.0), (0.0, 5.0)])
+def test_the_trust_answer_survives_dropped_and_slow_keys(
+    monkeypatch: pytest.MonkeyPatch, live: float, delay: float
+) -> None:
+    """Keys dropped before the question takes input are pressed again; a key that was only
+    slow lands before enter (2.1.332's list wraps: a late down under the enter would exit)."""
     import fleet.adapters.herdr as herdr_module
 
-    real = herdr_module.time.monotonic
-    herdr_module.time.monotonic = lambda: clock[0]  # type: ignore[assignment]
-    try:
-        choose_trust(prompt, read, pressed.append, timeout=30, poll=0.5, sleep=sleep,
-                     screen=screen)
-    finally:
-        herdr_module.time.monotonic = real  # type: ignore[assignment]
-    assert pressed == ["down", "down", "enter"]
+    tui = SlowTUI(live=live, delay=delay)
+    monkeypatch.setattr(herdr_module.time, "monotonic", lambda: tui.now)
+    prompt = _trust_prompt("claude", tui.screen)
+    assert prompt is not None
+    choose_trust(prompt, tui.read, tui.press, timeout=60, poll=0.05, sleep=tui.sleep,
+                 screen=tui.read())
+    tui.sleep(10)  # whatever is still on its way lands
+    assert tui.outcome == "trusted", tui.pressed
+    assert tui.pressed[-1] == "enter"
 
 
 def test_codex_trust_is_answered_with_enter(herdr: Rig) -> None:

@@ -701,6 +701,10 @@ class TrustUnanswered(HerdrError):
 #: How long a key may take to show on the screen before it counts as dropped and is pressed
 #: again (Claude Code 2.1.332 draws the question before it takes keys, and drops those).
 KEY_TAKEN = 1.0
+#: How long the trusting option must stay selected, with no key pressed, before enter: a
+#: key that was only slow, not dropped, lands meanwhile (2.1.332's list wraps, so a late
+#: down would move the selection to "No, exit" under the enter).
+SETTLE = 2.0
 
 
 def choose_trust(
@@ -714,12 +718,17 @@ def choose_trust(
     screen: str | None = None,
 ) -> str:
     """Answer ``prompt`` yes one key at a time, reading the screen after each: move the
-    selection toward the trusting option, and press enter only while the screen shows that
-    option selected. A key the screen does not show within ``KEY_TAKEN`` seconds is read
-    again and pressed again. Returns the screen once the question is gone; raises
-    :class:`TrustUnanswered` when no selection can be read or ``timeout`` passes."""
+    selection toward the trusting option (a key the screen does not show within
+    ``KEY_TAKEN`` seconds is pressed again, and allowed twice as long each time), and press
+    enter only once the screen has shown that option selected, unchanged, for ``SETTLE``
+    seconds (or twice the time a key is allowed) since the last key. Returns the
+    screen once the question is gone; raises :class:`TrustUnanswered` when no selection can
+    be read or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
     screen = read() if screen is None else screen
+    last_key = time.monotonic()
+    # how long a key may take to show; doubled each time one turns out slower than that
+    wait = KEY_TAKEN
     while any(m in screen for m in prompt.markers):
         keys = trust_keys(prompt, screen)
         if keys is None:
@@ -732,12 +741,25 @@ def choose_trust(
                 f"the question did not take its answer within {timeout:g}s: {_tail(screen)}",
                 code="agent_blocked",
             )
-        press(keys[0])
-        again = time.monotonic() + KEY_TAKEN
         before = screen
-        while screen == before and time.monotonic() < min(again, deadline):
+        if keys == ("enter",):
+            # nothing pressed may still be on its way: the selection holds, unchanged
+            settle = last_key + max(SETTLE, 2 * wait)
+            while screen == before and time.monotonic() < min(settle, deadline):
+                sleep(poll)
+                screen = read()
+            if screen != before:
+                wait *= 2  # a key landed late: keys take longer than was allowed
+                continue
+            if time.monotonic() < settle:
+                continue  # the deadline cut the wait short
+        press(keys[0])
+        last_key = time.monotonic()
+        while screen == before and time.monotonic() < min(last_key + wait, deadline):
             sleep(poll)
             screen = read()
+        if screen == before:
+            wait *= 2  # dropped, or slower than allowed: press again, allowing it longer
     return screen
 
 
