@@ -4,6 +4,10 @@ the manifest the desktop app writes, a bearer token, and the superjson envelope.
 Two builds: ``"0822"`` (the 2026-08-22 host: no ``terminal.transcript``) and ``"1.28"``
 (with it). Unknown procedures answer 404 "No procedure found on path …" like tRPC does.
 
+Every procedure names its source in tests/fakes/sources/superset.json (the file and lines of
+Superset's host service at a stated version, or the `unverified` entry that says where a later
+build's procedure was read); a host with an uncited procedure refuses to start.
+
 ``spawn=True`` really runs an agent config's command (``command args… prompt``, the ``argv``
 prompt transport) in the workspace's worktree, with the ``SUPERSET_*`` terminal environment,
 and keeps its output as the terminal's screen. Otherwise a launch only records the argv.
@@ -19,13 +23,22 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import attrs
+
+SOURCES = Path(__file__).resolve().parents[1] / "fakes" / "sources" / "superset.json"
+
+
+def uncited(procedures: Iterable[str], sources: Path = SOURCES) -> list[str]:
+    """The procedures the source table cites neither from the host's code nor as unverified."""
+    table = json.loads(sources.read_text())
+    known = {**table.get("host", {}), **table.get("unverified", {})}
+    return [name for name in procedures if not known.get(name)]
 
 
 class TRPCError(Exception):
@@ -57,8 +70,10 @@ class FakeSupersetHost:
         spawn: bool = False,
         token: str | None = None,
         env: dict[str, str] | None = None,
+        sources: Path = SOURCES,
     ) -> None:
         self.root = root
+        self.sources = sources
         self.build = build
         self.spawn = spawn
         self.token = token or "psk-" + uuid.uuid4().hex
@@ -88,6 +103,10 @@ class FakeSupersetHost:
         return self.root / "host" / self.org / "manifest.json"
 
     def start(self) -> FakeSupersetHost:
+        missing = uncited(self.procedures(), self.sources)
+        if missing:
+            raise RuntimeError(f"fake Superset host: no source for {', '.join(missing)} in "
+                               f"{self.sources}")
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -159,6 +178,7 @@ class FakeSupersetHost:
             "workspace.delete": ("mutation", self._workspace_delete),
             "settings.agentConfigs.list": ("query", lambda _i: list(self.configs)),
             "settings.agentConfigs.add": ("mutation", self._config_add),
+            "settings.agentConfigs.update": ("mutation", self._config_update),
             "settings.agentConfigs.remove": ("mutation", self._config_remove),
             "agents.run": ("mutation", self._agents_run),
             "terminal.list": ("query", self._terminal_list),
@@ -235,6 +255,19 @@ class FakeSupersetHost:
     def _config_add(self, data: dict[str, Any]) -> dict[str, Any]:
         cid = self.add_config(data["label"], data["command"], list(data["args"]))
         return next(c for c in self.configs if c["id"] == cid)
+
+    def _config_update(self, data: dict[str, Any]) -> dict[str, Any]:
+        """settings.agentConfigs.update {id, patch}: the fields the patch names, else 404."""
+        config = next((c for c in self.configs if c["id"] == data.get("id")), None)
+        if config is None:
+            raise TRPCError(404, f"Host agent config not found: {data.get('id')}", "NOT_FOUND")
+        patch = data.get("patch") or {}
+        if not patch:
+            raise TRPCError(400, "Patch must update at least one field")
+        for key in ("label", "command", "args", "promptTransport", "promptArgs", "env"):
+            if key in patch:
+                config[key] = patch[key]
+        return dict(config)
 
     def _config_remove(self, data: dict[str, Any]) -> dict[str, Any]:
         self.configs = [c for c in self.configs if c["id"] != data.get("id")]

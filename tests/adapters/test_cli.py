@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fleet._cli import main
+from fleet._launch import API_TOOLS
 from tests.adapters.conftest import FAKES, Rig, make_rig
 from tests.conftest import Repo
 
@@ -58,24 +59,72 @@ def test_superset_configs_lists_profiles_without_env(
     assert capsys.readouterr().out.startswith("superset: host route at http://127.0.0.1:")
 
 
+@pytest.fixture
+def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """claude:work (a subscription) and claude:glm (an API profile), as clausona lists them."""
+    listing = [
+        {"name": "claude:work", "tool": "claude", "configDir": str(tmp_path / "c-work")},
+        {"name": "claude:glm", "tool": "claude", "configDir": str(tmp_path / "c-glm"),
+         "kind": "api", "model": "glm-5", "label": "openrouter.ai"},
+    ]
+    snapshot = tmp_path / "profiles.json"
+    snapshot.write_text(json.dumps(listing))
+    monkeypatch.setenv("FLEET_PROFILES", str(snapshot))
+
+
 def test_superset_add_config_shows_then_adds_with_yes(
-    superset: Rig, capsys: pytest.CaptureFixture[str]
+    superset: Rig, profiles: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The config is written by start's launch rules: the settings' mode, and an API
+    profile's short tool list."""
     assert superset.host is not None
+    assert main(["settings", "set", "permissions.claude", "acceptEdits"]) == 0
+    capsys.readouterr()
     before = len(superset.host.configs)
     args = ["superset", "add-config", "claude:glm", "--model", "glm-5", "--json"]
     assert main(args) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["status"] == "missing"
     assert shown["label"] == "Claude · glm (glm-5)"
-    assert shown["args"] == ["run", "claude:glm", "--", "--permission-mode", "default",
-                             "--model", "glm-5", "--strict-mcp-config"]
+    assert shown["args"] == ["run", "claude:glm", "--", "--permission-mode", "acceptEdits",
+                             "--model", "glm-5", "--strict-mcp-config", API_TOOLS]
     assert len(superset.host.configs) == before
     assert main([*args, "--yes"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "added"
     assert superset.host.configs[-1]["args"] == shown["args"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "exists"
+
+
+def test_superset_add_config_update_shows_the_change_then_rewrites_it(
+    superset: Rig, profiles: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """claude:work's config states acceptEdits and sonnet; the settings now say plan."""
+    assert superset.host is not None
+    assert main(["settings", "set", "permissions.claude", "plan"]) == 0
+    capsys.readouterr()
+    (config,) = [c for c in superset.host.configs if c["args"][1] == "claude:work"]
+    before = list(config["args"])
+    args = ["superset", "add-config", "claude:work", "--model", "sonnet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("differs: Claude · work: --permission-mode acceptEdits instead of "
+                          "plan\n")
+    assert ("rewrite it with `fleet superset add-config claude:work --model sonnet "
+            "--permission-mode plan --update --yes`") in out
+    assert config["args"] == before  # shown, not changed
+    assert main([*args, "--update", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["status"] == "differs" and shown["current"] == before
+    assert config["args"] == before
+    assert main([*args, "--update", "--yes", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["status"] == "updated" and done["id"] == config["id"]
+    assert config["args"] == ["run", "claude:work", "--", "--permission-mode", "plan",
+                              "--model", "sonnet", "--strict-mcp-config"]
+    assert config["label"] == "Claude · work (sonnet)"
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("exists: ")
 
 
 def test_send_delivers_a_follow_up_file_through_the_registered_adapter(

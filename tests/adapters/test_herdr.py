@@ -19,11 +19,15 @@ from fleet.adapters.herdr import (
     DirtyWorktree,
     HerdrAdapter,
     HerdrError,
+    HerdrNotRunning,
     HerdrTimeout,
     PromptStalled,
+    _trust_prompt,
     agent_name,
+    choose_trust,
+    trust_keys,
 )
-from tests.adapters.conftest import CLAUSONA, Rig, git, make_rig
+from tests.adapters.conftest import CLAUSONA, HERDR, RecordingRunner, Rig, git, make_rig
 from tests.conftest import Repo
 
 
@@ -76,11 +80,40 @@ def test_worktree_create_labels_and_never_focuses(herdr: Rig) -> None:
     assert create[create.index("--branch") + 1] == "fleet/w1"
 
 
-def test_folder_trust_is_answered_for_this_worktree(herdr: Rig) -> None:
-    scenario(herdr, trust_prompt=True)
+@pytest.mark.parametrize(("release", "keys"), [("2.1.197", ["enter"]),
+                                             ("2.1.332", ["down", "enter"])])
+def test_folder_trust_is_answered_for_this_worktree(
+    herdr: Rig, release: str, keys: list[str]
+) -> None:
+    """2.1.197 starts on "Yes", 2.1.332 on "No, exit": the answer is read from the screen."""
+    scenario(herdr, trust_prompt=True, claude=release)
     ws, _spec = herdr.started("w1")
-    assert calls(herdr, "agent", "send-keys") == [["agent", "send-keys", "w1", "down", "enter"]]
+    # one key at a time, each read back from the screen
+    assert calls(herdr, "agent", "send-keys") == [["agent", "send-keys", "w1", k] for k in keys]
     assert herdr.adapter.describe(ws)["agent_status"] == "working"
+
+
+CAPTURES = Path(__file__).resolve().parents[1] / "fakes" / "captures"
+
+
+@pytest.mark.parametrize(("capture", "agent", "keys"), [
+    ("claude-2.1.197-trust.txt", "claude", ("enter",)),
+    ("claude-2.1.332-trust.txt", "claude", ("down", "enter")),
+    ("codex-0.171.0-trust.txt", "codex", ("enter",)),
+])
+def test_the_trust_answer_is_read_from_the_real_screens(
+    capture: str, agent: str, keys: tuple[str, ...]
+) -> None:
+    screen = (CAPTURES / capture).read_text().replace("{path}", "/w/repo")
+    prompt = _trust_prompt(agent, screen)
+    assert prompt is not None
+    assert trust_keys(prompt, screen) == keys
+
+
+def test_a_trust_question_without_a_selection_is_not_guessed(herdr: Rig) -> None:
+    screen = (CAPTURES / "claude-2.1.332-trust.txt").read_text().replace("❯", " ")
+    prompt = _trust_prompt("claude", screen)
+    assert prompt is not None and trust_keys(prompt, screen) is None
 
 
 def test_folder_trust_for_another_folder_is_left_to_the_user(herdr: Rig) -> None:
@@ -91,6 +124,62 @@ def test_folder_trust_for_another_folder_is_left_to_the_user(herdr: Rig) -> None
         herdr.adapter.start(ws, spec)
     assert calls(herdr, "agent", "send-keys") == []
     assert calls(herdr, "agent", "prompt") == []
+
+
+class SlowTUI:
+    """Claude Code 2.1.332's trust question on a clock: options No (selected) and Yes in a
+    list that wraps; keys pressed before ``live`` are dropped, the others land ``delay``
+    seconds after they were pressed; enter on Yes trusts, on No exits."""
+
+    def __init__(self, *, live: float, delay: float) -> None:
+        self.now, self.live, self.delay = 0.0, live, delay
+        self.pending: list[tuple[float, str]] = []
+        self.cursor, self.outcome = 0, ""
+        self.pressed: list[str] = []
+        self.screen = (CAPTURES / "claude-2.1.332-trust.txt").read_text()
+
+    def press(self, key: str) -> None:
+        self.pressed.append(key)
+        if self.now >= self.live:
+            self.pending.append((self.now + self.delay, key))
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for due, key in [p for p in self.pending if p[0] <= self.now]:
+            self.pending.remove((due, key))
+            if self.outcome:
+                continue
+            if key == "enter":
+                self.outcome = "trusted" if self.cursor == 1 else "exited"
+            else:
+                self.cursor = (self.cursor + (1 if key == "down" else -1)) % 2
+
+    def read(self) -> str:
+        if self.outcome:
+            return "> \n" if self.outcome == "trusted" else "$ \n"
+        no, yes = ("❯ No, exit", "  Yes, I trust") if self.cursor == 0 else (
+            "  No, exit", "❯ Yes, I trust")
+        return self.screen.replace("❯ No, exit", no).replace("  Yes, I trust", yes)
+
+
+@pytest.mark.parametrize(("live", "delay"), [(0.0, 0.1), (2.5, 0.1), (0.0, 1.5), (2.5, 1.9),
+                                           (1.0, 3.0), (0.0, 5.0)])
+def test_the_trust_answer_survives_dropped_and_slow_keys(
+    monkeypatch: pytest.MonkeyPatch, live: float, delay: float
+) -> None:
+    """Keys dropped before the question takes input are pressed again; a key that was only
+    slow lands before enter (2.1.332's list wraps: a late down under the enter would exit)."""
+    import fleet.adapters.herdr as herdr_module
+
+    tui = SlowTUI(live=live, delay=delay)
+    monkeypatch.setattr(herdr_module.time, "monotonic", lambda: tui.now)
+    prompt = _trust_prompt("claude", tui.screen)
+    assert prompt is not None
+    choose_trust(prompt, tui.read, tui.press, timeout=60, poll=0.05, sleep=tui.sleep,
+                 screen=tui.read())
+    tui.sleep(10)  # whatever is still on its way lands
+    assert tui.outcome == "trusted", tui.pressed
+    assert tui.pressed[-1] == "enter"
 
 
 def test_codex_trust_is_answered_with_enter(herdr: Rig) -> None:
@@ -239,3 +328,159 @@ def test_hand_over_names_the_new_agent_apart_and_closes_the_old_pane(herdr: Rig)
 def test_agent_names_fit_herdrs_rule(worker: str, name: str) -> None:
     assert agent_name(worker) == name
     assert len(agent_name(worker, 12)) <= 32
+
+
+# -- the pre-start check: `herdr status --json` as herdr's src/cli/status.rs prints it ----------
+
+#: herdr 0.8.2's line for a running server and for none (src/cli/status.rs:205-289): no
+#: `result` envelope, exit 0 both times.
+RUNNING = (
+    '{"client":{"version":"0.8.2","channel":"stable","protocol":14,"binary":"/usr/bin/herdr",'
+    '"session":null},"server":{"status":"running","running":true,"version":"0.8.2",'
+    '"protocol":14,"capabilities":{"live_handoff":true,"detached_server_daemon":true},'
+    '"compatible":true,"socket":"/run/herdr.sock","session":null,"restart_needed":false},'
+    '"update":{"restart_needed":false}}'
+)
+DOWN = RUNNING.replace('"status":"running","running":true', '"status":"not_running",'
+                       '"running":false')
+
+
+def status_runner(line: str, seen: list[tuple[str, ...]]) -> MockRunner:
+    def handler(argv: tuple[str, ...], _o: Any) -> tuple[int, str, str]:
+        seen.append(argv)
+        return 0, line + "\n", ""
+
+    return MockRunner(handler)
+
+
+def test_check_reads_the_server_from_status_json() -> None:
+    seen: list[tuple[str, ...]] = []
+    HerdrAdapter(runner=status_runner(RUNNING, seen)).check(_spec())
+    assert seen == [("herdr", "status", "--json")]
+
+
+def test_check_refuses_in_one_line_when_no_server_runs() -> None:
+    with pytest.raises(HerdrNotRunning) as info:
+        HerdrAdapter(runner=status_runner(DOWN, [])).check(_spec())
+    message = str(info.value)
+    assert "no herdr server is running (at /run/herdr.sock)" in message
+    assert "\n" not in message
+    assert info.value.code == "server_not_running"
+
+
+def test_check_refuses_a_server_of_another_protocol() -> None:
+    line = RUNNING.replace('"compatible":true', '"compatible":false')
+    with pytest.raises(HerdrError, match="another protocol") as info:
+        HerdrAdapter(runner=status_runner(line, [])).check(_spec())
+    assert info.value.code == "protocol_mismatch"
+
+
+def test_check_says_what_it_got_when_status_prints_no_status() -> None:
+    text = "client:\n  version: 0.8.2\n\nserver:\n  status: running\n"
+    with pytest.raises(HerdrError, match="printed no server status") as info:
+        HerdrAdapter(runner=status_runner(text, [])).check(_spec())
+    assert info.value.code == "bad_output"
+
+
+def test_the_fake_answers_status_as_herdr_does(herdr: Rig) -> None:
+    """Exit 0 and `server.running` false with no server; every other command then answers
+    herdr's server_not_running error (src/cli/server_not_running.rs), exit 1."""
+    scenario(herdr)
+    path = herdr.tmp / "herdr" / "state.json"
+    state = json.loads(path.read_text())
+    state["server"] = False
+    path.write_text(json.dumps(state))
+    done = herdr.runner.run([str(herdr.adapter.herdr), "status", "--json"])  # type: ignore[union-attr]
+    assert done.returncode == 0
+    line = json.loads(done.stdout)
+    assert "result" not in line and line["server"]["running"] is False
+    with pytest.raises(HerdrNotRunning, match="no herdr server is running"):
+        herdr.adapter.agents()  # type: ignore[union-attr]
+
+
+def _spec() -> Any:
+    from fleet.adapters._base import LaunchSpec
+
+    return LaunchSpec(worker="w1", brief=Path("/dev/null"))
+
+
+# -- closing the last pane closes the workspace (src/app/api/panes.rs close_pane) -------------
+
+
+def test_closing_the_agents_pane_closes_its_workspace_and_keeps_the_checkout(herdr: Rig) -> None:
+    ws, _spec = herdr.started("w1")
+    herdr.adapter.close(ws)
+    assert ws.handle["workspace"] not in herdr.herdr_state()["workspaces"]
+    assert ws.worktree.is_dir()
+    with pytest.raises(HerdrError) as info:
+        herdr.adapter._call(  # type: ignore[union-attr]
+            "worktree", "remove", "--workspace", ws.handle["workspace"])
+    assert info.value.code == "workspace_not_found"
+    herdr.adapter.close(ws)  # closed already: nothing to do
+
+
+def test_delete_removes_the_checkout_of_a_workspace_herdr_already_closed(herdr: Rig) -> None:
+    ws, _spec = herdr.started("w1")
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    herdr.adapter.close(ws)
+    herdr.adapter.delete(ws)
+    assert not ws.worktree.exists()
+    # never forced, and the branch stays
+    assert not any("--force" in c for c in herdr.runner.calls)
+    assert git(herdr.repo.path, "branch", "--list", "fleet/w1")
+
+
+def test_delete_after_the_workspace_closed_still_refuses_uncommitted_work(herdr: Rig) -> None:
+    ws, _spec = herdr.started("w1")
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    herdr.adapter.close(ws)
+    (ws.worktree / "scratch.txt").write_text("x\n")
+    with pytest.raises(Refused):
+        herdr.adapter.delete(ws)
+    assert (ws.worktree / "scratch.txt").is_file()
+
+
+# -- delivery confirmed by the agent's own hook (the screen may no longer show the line) ------
+
+
+class HookingRunner(RecordingRunner):
+    """Journals the agent's UserPromptSubmit right after herdr types a prompt, as fleet's hook
+    in a real agent does."""
+
+    def __init__(self, journal: Any, worker: str) -> None:
+        super().__init__()
+        self.journal, self.worker = journal, worker
+
+    def run(self, argv: Any, **kw: Any) -> Any:
+        done = super().run(argv, **kw)
+        if list(argv[1:3]) == ["agent", "prompt"] and done.returncode == 0:
+            from fleet._core.events import HookEvent
+
+            self.journal.append(self.worker, HookEvent(
+                ts=self.journal.clock.now(), src="claude", hook="UserPromptSubmit", data={}))
+        return done
+
+
+def test_the_agents_prompt_hook_confirms_a_brief_the_screen_no_longer_shows(herdr: Rig) -> None:
+    """Claude Code 2.1.332 draws on the alternate screen: the typed line can be gone from the
+    pane before it is read. The agent's UserPromptSubmit, journaled after the send, confirms
+    it; without it the same start fails (test_start_apps: the brief that never shows)."""
+    scenario(herdr, swallow=True)
+    runner = HookingRunner(herdr.fleet.journal, "w1")
+    adapter = HerdrAdapter(runner=runner, journal=herdr.fleet.journal, herdr=HERDR,
+                           clausona=CLAUSONA, poll=0.05, confirm_timeout=5)
+    ws = adapter.create_workspace("w1", repo=herdr.repo.path, base="main", label="Docs")
+    spec = herdr.spec("w1", herdr.brief("Brief.\n"))
+    adapter.start(ws, spec)
+    assert str(spec.brief) not in adapter.read(ws)  # the screen never showed it
+    assert herdr.fleet.state("w1").state == "working"
+
+
+def test_a_brief_neither_hooked_nor_shown_is_not_confirmed(herdr: Rig) -> None:
+    scenario(herdr, swallow=True)
+    adapter = HerdrAdapter(runner=RecordingRunner(), journal=herdr.fleet.journal, herdr=HERDR,
+                           clausona=CLAUSONA, poll=0.05, confirm_timeout=0.3)
+    ws = adapter.create_workspace("w1", repo=herdr.repo.path, base="main", label="Docs")
+    with pytest.raises(HerdrError, match="does not show it") as info:
+        adapter.start(ws, herdr.spec("w1", herdr.brief("Brief.\n")))
+    assert info.value.code == "prompt_not_shown"

@@ -4,7 +4,12 @@ runs again right before the app's delete."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +17,8 @@ from fleet._core.events import Exited, HookEvent
 from fleet._occupants import occupants
 from fleet._retire import Retirer
 from fleet.adapters.headless import HeadlessAdapter
-from tests.adapters.conftest import FAKES, Rig, git
+from tests.adapters.conftest import FAKES, Rig, git, make_rig
+from tests.conftest import Repo
 
 
 @pytest.fixture(autouse=True)
@@ -73,3 +79,42 @@ def test_retire_stops_a_headless_agent_still_running_in_the_worktree(every_rig: 
     assert isinstance(rig.adapter, HeadlessAdapter)
     assert not rig.adapter.supervisor_alive("w1")
     assert any(isinstance(e, Exited) for e in rig.fleet.log("w1"))
+
+
+@pytest.fixture
+def herdr_rig(tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    """herdr whose agents are real processes in their worktrees (scenario `occupy`), each
+    ended when the test ends whatever happened."""
+    state = tmp_path / "herdr" / "state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"scenario": {"occupy": 1}}))
+    try:
+        yield from make_rig("herdr", tmp_path, repo, monkeypatch)
+    finally:
+        if state.exists():
+            for agent in json.loads(state.read_text())["agents"].values():
+                with contextlib.suppress(OSError):
+                    os.killpg(agent["occupant"], signal.SIGKILL)
+
+
+def test_retire_on_herdr_removes_the_worktree_after_closing_the_last_pane(
+    herdr_rig: Rig,
+) -> None:
+    """The agent runs in its worktree, so retire closes its pane first; herdr closes the
+    workspace with its last pane, and the checkout is still removed, never forced."""
+    rig = herdr_rig
+    ws, _ = rig.started("w1")
+    (ws.worktree / "notes.txt").write_text("notes\n")
+    git(ws.worktree, "add", "notes.txt")
+    git(ws.worktree, "commit", "-qm", "notes")
+    git(ws.worktree, "push", "-q", "-u", "origin", "HEAD")
+    claim_done(rig, "w1")
+    assert occupants(ws.worktree)  # the agent's process
+    outcome = Retirer(rig.fleet).retire_worker("w1")
+    assert outcome.retired, outcome.reason
+    assert not ws.worktree.exists()
+    calls = rig.herdr_state()["calls"]
+    assert ["pane", "close", ws.handle["pane"]] in calls
+    assert ["worktree", "remove", "--workspace", ws.handle["workspace"]] in calls
+    assert not any("--force" in c for c in rig.runner.calls)
+    assert rig.herdr_state()["workspaces"] == {}

@@ -182,6 +182,38 @@ def test_superset_refuses_a_config_that_runs_another_model(
     nothing_left(superset)
 
 
+def test_a_config_mismatch_names_the_command_that_fixes_it(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refusal names the add-config line; on the host route running it with --yes
+    rewrites the config and the same start then works."""
+    argv = start(superset, "w1", "superset", "--profile", "claude:work", "--model", "opus")
+    err = one_line_error(capsys, argv)
+    fix = "fleet superset add-config claude:work --model opus --update"
+    assert f"run `{fix}` to see the change and add --yes to make it" in err
+    words = [*fix.split()[1:], "--yes"]
+    if superset.kind == "superset-cli":
+        # the superset CLI has no command that edits an agent config: said in one line
+        assert main(words) == 1
+        assert "cannot edit agent configs" in capsys.readouterr().err
+        return
+    assert main(words) == 0
+    assert capsys.readouterr().out.startswith("updated: Claude · work (opus): ")
+    assert main(argv) == 0
+
+
+def test_superset_refuses_an_api_profile_config_without_its_tool_list(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert superset.host is not None
+    superset.host.add_config("Claude · glm", "/opt/clausona/bin/clausona",
+                             ["run", "claude:glm", "--", "--permission-mode", "default",
+                              STRICT_MCP])
+    err = one_line_error(capsys, start(superset, "w1", "superset", "--profile", "claude:glm"))
+    assert f"no --tools list (an API profile runs with {API_TOOLS})" in err
+    nothing_left(superset)
+
+
 def test_superset_needs_a_profile(superset: Rig, capsys: pytest.CaptureFixture[str]) -> None:
     err = one_line_error(capsys, start(superset, "w1", "superset"))
     assert "--profile" in err
@@ -217,6 +249,19 @@ def test_fleet_start_herdr_runs_the_app_launch_rules_in_a_labelled_pane(
                                                                               "what it says.")
 
 
+def test_fleet_start_herdr_refuses_in_one_line_when_no_herdr_server_runs(
+    herdr: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`herdr status` exits 0 with no server (herdr src/cli/status.rs): the check reads
+    `server.running` and refuses before anything is created."""
+    (herdr.tmp / "herdr").mkdir(exist_ok=True)
+    (herdr.tmp / "herdr" / "state.json").write_text(json.dumps({"server": False}))
+    err = one_line_error(capsys, start(herdr, "w1", "herdr", "--profile", "claude:work"))
+    assert "no herdr server is running" in err and "start herdr" in err
+    assert herdr_calls(herdr) == [["status", "--json"]]
+    assert "w1" not in Fleet().workers()
+
+
 def test_the_permission_mode_comes_from_the_settings(
     herdr: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -241,7 +286,8 @@ def test_the_adapter_comes_from_the_settings(
 
 
 @pytest.mark.parametrize("option", [["--endpoint", "https://x.invalid"], ["--small-model", "m"],
-                                    ["--allowed-tools", "Read"], ["--retries", "1"]])
+                                    ["--allowed-tools", "Read"], ["--retries", "1"],
+                                    ["--retries", "3"], ["--backoff", "2"]])
 def test_an_app_refuses_headless_only_options(
     herdr: Rig, capsys: pytest.CaptureFixture[str], option: list[str]
 ) -> None:
@@ -249,6 +295,19 @@ def test_an_app_refuses_headless_only_options(
                                        *option))
     assert f"{option[0]} is for headless workers" in err
     assert not herdr_calls(herdr, "worktree")
+
+
+@pytest.mark.parametrize("value", ["2", "4"])
+def test_fleet_run_refuses_max_parallel_with_an_app_whatever_its_value(
+    herdr: Rig, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """4 is the headless default: it is refused as explicitly as any other value."""
+    tasks = herdr.tmp / "TASKS.toml"
+    tasks.write_text('[[task]]\nname = "w1"\nbrief = "b.md"\n')
+    err = one_line_error(capsys, ["run", str(tasks), "--adapter", "herdr", "--max-parallel",
+                                  value])
+    assert "--max-parallel is for headless workers; not with --adapter herdr" in err
+    assert not herdr_calls(herdr)
 
 
 def test_herdr_answers_a_late_trust_question_before_the_brief(
@@ -261,10 +320,11 @@ def test_herdr_answers_a_late_trust_question_before_the_brief(
     # the profile's trust file does not reach the fake's screen: the question is drawn
     assert main(start(herdr, "w1", "herdr", "--profile", "claude:work")) == 0
     calls = herdr.herdr_state()["calls"]
-    keys = next(n for n, c in enumerate(calls) if c[:2] == ["agent", "send-keys"])
+    keys = [n for n, c in enumerate(calls) if c[:2] == ["agent", "send-keys"]]
     prompt = next(n for n, c in enumerate(calls) if c[:2] == ["agent", "prompt"])
-    assert calls[keys][3:] == ["down", "enter"]
-    assert keys < prompt
+    # 2.1.332's question starts on "No, exit": down, read back, then enter
+    assert [calls[n][3:] for n in keys] == [["down"], ["enter"]]
+    assert keys[-1] < prompt
 
 
 def test_a_herdr_brief_that_never_shows_fails_the_start_and_leaves_nothing(
@@ -424,3 +484,55 @@ def test_the_facade_starts_in_an_app_through_the_same_orchestration(herdr: Rig) 
         assert create[create.index("--label") + 1] == "facade · work"
         with pytest.raises(SettingsError, match="unknown app adapter 'tmux'"):
             fleet.start("other", task=task, repo=herdr.repo.path, adapter="tmux")
+
+
+# -- hand-over: start's launch rules and checks -------------------------------------------------
+
+
+def test_a_herdr_hand_over_launches_by_starts_rules(
+    herdr: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The settings' permission mode and an API profile's tool list reach the new agent."""
+    assert main(["settings", "set", "permissions.claude", "acceptEdits"]) == 0
+    assert main(start(herdr, "w1", "herdr", "--profile", "claude:work")) == 0
+    capsys.readouterr()
+    assert main(["hand-over", "w1", "--profile", "claude:glm", "--brief",
+                 str(herdr.tmp / "briefs" / "w1.md")]) == 0, capsys.readouterr().err
+    first, second = herdr_calls(herdr, "pane", "run")
+    words = shlex.split(second[3])
+    assert words[1:4] == ["run", "claude:glm", "--"]
+    assert words[4:6] == ["--permission-mode", "acceptEdits"]
+    assert API_TOOLS in words and API_TOOLS not in shlex.split(first[3])
+
+
+def test_a_herdr_hand_over_is_refused_before_anything_when_no_server_runs(
+    herdr: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(start(herdr, "w1", "herdr", "--profile", "claude:work")) == 0
+    capsys.readouterr()
+    path = herdr.tmp / "herdr" / "state.json"
+    state = json.loads(path.read_text())
+    state["server"] = False
+    path.write_text(json.dumps(state))
+    err = one_line_error(capsys, ["hand-over", "w1", "--profile", "claude:side", "--brief",
+                                  str(herdr.tmp / "briefs" / "w1.md")])
+    assert "no herdr server is running" in err
+    assert herdr_calls(herdr, "pane", "split") == []
+
+
+def test_a_superset_hand_over_checks_the_config_as_start_does(
+    superset: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """claude:side's config runs sonnet: a hand-over asking for opus is refused before a new
+    agent starts, with the command that fixes it."""
+    assert superset.host is not None
+    assert main(start(superset, "w1", "superset", "--profile", "claude:work")) == 0
+    capsys.readouterr()
+    runs = [c for c in superset.host.calls if c[0] == "agents.run"]
+    assert runs  # the start's
+    err = one_line_error(capsys, ["hand-over", "w1", "--profile", "claude:side", "--model",
+                                  "opus", "--brief", str(superset.tmp / "briefs" / "w1.md")])
+    assert "--model sonnet instead of opus" in err
+    assert "fleet superset add-config claude:side --model opus --update" in err
+    assert [c for c in superset.host.calls if c[0] == "agents.run"] == runs
+    assert Fleet().state("w1").profile == "claude:work"

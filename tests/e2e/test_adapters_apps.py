@@ -21,14 +21,14 @@ from fleet._errors import Refused
 from fleet._fleet import Fleet
 from fleet._runner import Completed, SubprocessRunner
 from fleet.adapters._base import LaunchSpec, Workspace
-from fleet.adapters.herdr import HerdrAdapter
+from fleet.adapters.herdr import HerdrAdapter, _trust_prompt, choose_trust
 from fleet.adapters.superset import SupersetAdapter, workspace_name
 from tests.adapters.superset_fake import FakeSupersetHost
 
 from ..conftest import Repo
 from .binaries import Agents
 from .fake_anthropic import FakeAnthropic
-from .harness import ClaudeSetup, install_hooks
+from .harness import ClaudeSetup, Tmux, install_hooks
 from .script import bash, say
 
 pytestmark = pytest.mark.e2e
@@ -175,3 +175,46 @@ def test_herdr_worker_runs_real_claude_to_done(
             if agent.get("pid"):
                 with contextlib.suppress(OSError):
                     os.killpg(agent["pid"], 15)
+
+
+#: herdr's key names as tmux spells them
+TMUX_KEYS = {"down": "Down", "up": "Up", "enter": "Enter"}
+
+
+def test_the_herdr_trust_answer_trusts_the_folder_on_every_pinned_release(
+    claude: ClaudeSetup, tmux: Tmux, repo: Repo
+) -> None:
+    """The real folder-trust question, answered the way the herdr adapter answers it
+    (:func:`fleet.adapters.herdr.choose_trust`: one key at a time, read back from the screen):
+    on 2.1.197 the cursor starts on "Yes", on 2.1.332 on "No, exit" and the first keys are
+    dropped (a fixed down+enter exits 2.1.197 and does nothing on 2.1.332). The folder ends
+    trusted in the profile's state file and the agent runs."""
+    pane = claude.interactive(tmux, cwd=repo.path, trust=False)
+    screen = pane.wait_for("Is this a project you created or one you trust", timeout=60)
+    prompt = _trust_prompt("claude", screen)
+    assert prompt is not None
+    pressed: list[str] = []
+
+    def press(key: str) -> None:
+        pressed.append(key)
+        pane.send(TMUX_KEYS[key])
+
+    after = choose_trust(prompt, pane.screen, press, timeout=60, poll=0.05, screen=screen)
+    # a key the screen does not show in time is pressed again; enter only with "Yes" selected
+    assert pressed[-1] == "enter" and set(pressed) <= {"down", "up", "enter"}, pressed
+    assert "one you trust" not in after
+    key = os.path.realpath(repo.path)
+    deadline = time.monotonic() + 30
+    while not _trusted(claude, key):
+        assert not pane.dead(), pane.screen()
+        assert time.monotonic() < deadline, pane.screen()
+        time.sleep(0.1)
+    assert not pane.dead(), pane.screen()
+
+
+def _trusted(claude: ClaudeSetup, project: str) -> bool:
+    try:
+        data = json.loads(claude.state_file.read_text())
+    except (OSError, ValueError):
+        return False  # being rewritten
+    return bool(data.get("projects", {}).get(project, {}).get("hasTrustDialogAccepted"))

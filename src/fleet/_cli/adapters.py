@@ -66,25 +66,33 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     s = ssub.add_parser(
         "add-config",
-        help="show the agent config a profile needs; add it with --yes (host route)",
+        help="show the agent config a profile needs; add or rewrite it with --yes (host route)",
         description="Workers run through Superset agent configs whose command is `clausona run "
-        "<profile> -- <args>`. Without --yes this prints the config fleet would use or add "
-        "(label, command, args) and changes nothing. With --yes, on the host route, it adds "
-        "it; the CLI route cannot add configs, so it says what to add under Superset → "
-        "Settings → Agents.",
+        "<profile> -- <args>`, with the launch rules of `fleet start`: the permission mode "
+        "(default: the settings' permissions.claude), the model and effort, and an API "
+        "profile's short --tools list. Without --yes this prints the config fleet would use "
+        "or add (label, command, args) and changes nothing; when one exists but states "
+        "something else, it prints the change. With --yes, on the host route, it adds a "
+        "missing config, and with --update --yes it rewrites the existing one; the CLI route "
+        "cannot add or edit configs, so it says what to set under Superset → Settings → "
+        "Agents.",
     )
     s.add_argument("profile", help="clausona profile, e.g. claude:work")
     s.add_argument("--tool", choices=["claude", "codex"], default="claude")
     s.add_argument("--model", metavar="M", help="model the config runs")
     s.add_argument("--effort", metavar="E", help="reasoning effort")
-    s.add_argument("--permission-mode", metavar="MODE", help="Claude permission mode")
-    s.add_argument("--yes", action="store_true", help="add it (the user agreed)")
+    s.add_argument("--permission-mode", metavar="MODE",
+                   help="Claude permission mode (default: the settings' permissions.claude)")
+    s.add_argument("--update", action="store_true",
+                   help="rewrite an existing config that states something else (with --yes)")
+    s.add_argument("--yes", action="store_true", help="add or rewrite it (the user agreed)")
     _route_arg(s)
     add_json(s)
     add_examples(
         s,
         "fleet superset add-config claude:work --model opus          # show it",
         "fleet superset add-config claude:work --model opus --yes    # add it",
+        "fleet superset add-config claude:work --model opus --update --yes   # rewrite it",
     )
     s.set_defaults(run=cmd_superset_add_config)
 
@@ -307,23 +315,31 @@ def cmd_superset_configs(args: argparse.Namespace) -> int:
 
 
 def cmd_superset_add_config(args: argparse.Namespace) -> int:
-    from fleet.adapters._base import LaunchSpec
-    from fleet.adapters.superset import MissingAgentConfig, match_config
+    from fleet._orchestrate._apps import app_launch_spec
+    from fleet.adapters.superset import (
+        MissingAgentConfig,
+        add_config_command,
+        config_args,
+        config_mismatch,
+        match_config,
+    )
 
     adapter = _superset(args)
-    spec = LaunchSpec(
-        worker="config",
-        brief=Path(os.devnull),
-        tool=args.tool,
-        profile=args.profile,
-        model=args.model,
-        effort=args.effort,
-        permission_mode=args.permission_mode,
+    # the launch rules of `fleet start`: the settings' mode, the profile's kind (API tools)
+    spec = app_launch_spec(
+        "config", brief=Path(os.devnull), profile=args.profile, tool=args.tool,
+        model=args.model, effort=args.effort, permission_mode=args.permission_mode,
     )
-    existing = match_config(adapter.backend.configs(), args.profile)
+    existing = match_config(adapter.backend.configs(), spec.profile or args.profile)
     result: dict[str, Any]
     if existing is not None:
+        changes = config_mismatch(existing, spec)
         result = {"status": "exists", **_shown(existing)}
+        if changes:
+            result |= {"status": "differs", "changes": changes, "current": existing.get("args"),
+                       "args": config_args(spec)}
+            if args.update and args.yes:
+                result |= {"status": "updated", **_shown(adapter.update_config(existing, spec))}
     else:
         adapter.add_missing_configs = args.yes
         try:
@@ -340,14 +356,24 @@ def cmd_superset_add_config(args: argparse.Namespace) -> int:
             }
     if args.json:
         print_json(result)
-    else:
-        command = " ".join([str(result["command"]), *map(str, result["args"] or [])])
-        sys.stdout.write(f"{result['status']}: {result['label']}: {command}\n")
-        if result["status"] == "missing":
-            sys.stdout.write(
-                "rerun with --yes to add it (host route), or add it under Superset → "
-                "Settings → Agents\n"
-            )
+        return Exit.OK
+    command = " ".join([str(result["command"]), *map(str, result["args"] or [])])
+    if result["status"] == "differs":
+        current = " ".join([str(result["command"]), *map(str, result["current"] or [])])
+        sys.stdout.write(
+            f"differs: {result['label']}: {'; '.join(result['changes'])}\n"
+            f"  now:   {current}\n  would: {command}\n"
+        )
+        sys.stdout.write(f"rewrite it with `{add_config_command(spec, update=True)} --yes` "
+                         "(host route), or set those args under Superset → Settings → "
+                         "Agents\n")
+        return Exit.OK
+    sys.stdout.write(f"{result['status']}: {result['label']}: {command}\n")
+    if result["status"] == "missing":
+        sys.stdout.write(
+            "rerun with --yes to add it (host route), or add it under Superset → "
+            "Settings → Agents\n"
+        )
     return Exit.OK
 
 
@@ -420,31 +446,42 @@ def cmd_hand_over(args: argparse.Namespace) -> int:
     with Fleet(args.home) as fleet:
         state = fleet.state(args.worker)
     why: str | None = None
+    routed_dir: Path | None = None
     if args.profile is None and args.model is None:
         args.profile, routed_dir, why = next_profile(state)
-        args.config_dir = args.config_dir or routed_dir
     brief = args.brief or _started_brief(args)
     if brief is None:
         raise SettingsError(f"say which brief {args.worker} works on: --brief FILE")
     from fleet._files import read_prompt
 
     read_prompt(brief, "brief")
-    config_dir = args.config_dir
-    if config_dir is None and args.profile is not None:
-        config_dir = _profile_config_dir(args.profile)
-    spec = LaunchSpec(
-        worker=args.worker,
-        tool=state.tool or "claude",
-        brief=brief,
-        profile=args.profile or state.profile,
-        model=args.model,
-        permission_mode=args.permission_mode,
-        effort=args.effort,
-        config_dir=config_dir,
-    )
     from fleet._orchestrate import hand_over
+    from fleet._orchestrate._apps import APP_ADAPTERS, app_launch_spec, check_app_hand_over
     from fleet._port import FileJournal
 
+    if adapter.name in APP_ADAPTERS:
+        # start's launch rules and checks: the settings' mode, the profile's kind (an API
+        # profile's tools), a Superset config that runs what is asked, a herdr that answers
+        spec = app_launch_spec(
+            args.worker, brief=brief, profile=args.profile or state.profile,
+            tool=state.tool or "claude", model=args.model, effort=args.effort,
+            permission_mode=args.permission_mode, config_dir=args.config_dir,
+        )
+        check_app_hand_over(adapter, spec)
+    else:
+        config_dir = args.config_dir or routed_dir
+        if config_dir is None and args.profile is not None:
+            config_dir = _profile_config_dir(args.profile)
+        spec = LaunchSpec(
+            worker=args.worker,
+            tool=state.tool or "claude",
+            brief=brief,
+            profile=args.profile or state.profile,
+            model=args.model,
+            permission_mode=args.permission_mode,
+            effort=args.effort,
+            config_dir=config_dir,
+        )
     adapter.trust(workspace, spec)
     done = hand_over(adapter, workspace, spec, journal=FileJournal(args.home), queue=args.queue,
                      waiting=_waiting(args.worker))

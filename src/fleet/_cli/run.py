@@ -143,7 +143,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("tasks", metavar="TASKS.toml")
     _adapter_option(p)
-    p.add_argument("--max-parallel", type=positive_count, default=4, metavar="N",
+    p.add_argument("--max-parallel", type=positive_count, default=None, metavar="N",
                    help="at most N workers running at once (default 4)")
     p.add_argument("--repo", metavar="REPO", help="the repository (default: the file's, or .)")
     p.add_argument("--base", metavar="REF", help="where branches start (default: the file's)")
@@ -177,8 +177,8 @@ def _adapter_option(p: argparse.ArgumentParser) -> None:
 #: Options only a headless run takes, with the value that means "not given".
 _HEADLESS_ONLY: tuple[tuple[str, object], ...] = (
     ("endpoint", None), ("key_from", None), ("key_var", None), ("small_model", None),
-    ("timeout", None), ("retries", 3), ("backoff", 2.0), ("allowed_tools", []),
-    ("disallowed_tools", []), ("add_dir", []), ("insist", False), ("max_parallel", 4),
+    ("timeout", None), ("retries", None), ("backoff", None), ("allowed_tools", []),
+    ("disallowed_tools", []), ("add_dir", []), ("insist", False), ("max_parallel", None),
     ("answer", None), ("answer_timeout", None),
 )
 
@@ -246,9 +246,10 @@ def _permission_options(p: argparse.ArgumentParser) -> None:
 
 def _retry_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=seconds, metavar="S", help="wall-clock limit per worker run")
-    p.add_argument("--retries", type=count, default=3, metavar="N",
+    # None, not the default value, means "not given": an app refuses any value of these
+    p.add_argument("--retries", type=count, default=None, metavar="N",
                    help="retries after overload or a transient error (default 3)")
-    p.add_argument("--backoff", type=seconds, default=2.0, metavar="S",
+    p.add_argument("--backoff", type=seconds, default=None, metavar="S",
                    help="first backoff delay in seconds, doubled each retry (default 2)")
 
 
@@ -260,8 +261,8 @@ def _options(args: argparse.Namespace) -> HeadlessOptions:
         key_from=args.key_from,
         key_var=args.key_var,
         timeout=args.timeout,
-        max_attempts=max(0, args.retries) + 1,
-        backoff_base=args.backoff,
+        max_attempts=max(0, 3 if args.retries is None else args.retries) + 1,
+        backoff_base=2.0 if args.backoff is None else args.backoff,
         env={**(_SANDBOX if args.sandboxed else {}), **_answer_env(args)},
     )
 
@@ -539,7 +540,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         Path(args.tasks),
         repo=args.repo,
         base=args.base,
-        max_parallel=args.max_parallel,
+        max_parallel=args.max_parallel or 4,
         options=opts,
         permission_mode=args.permission_mode,
         policies=policies,

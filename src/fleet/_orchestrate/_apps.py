@@ -87,6 +87,65 @@ def profile_label(profile: str | None, tool: str, model: str | None) -> str:
     return f"{name} ({model})" if model else name
 
 
+def app_launch_spec(
+    worker: str,
+    *,
+    brief: Path,
+    profile: str | None = None,
+    tool: str = "claude",
+    model: str | None = None,
+    effort: str | None = None,
+    permission_mode: str | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    api: bool | None = None,
+    runner: Runner | None = None,
+    task: str | None = None,
+) -> LaunchSpec:
+    """The launch of an app-hosted agent (Superset, herdr) by the one set of rules that
+    ``fleet start``, ``fleet hand-over`` and ``fleet superset add-config`` share.
+
+    A profile's name, tool, config dir (for the trust file) and kind (an API profile gets the
+    short tool list) come from the profiles fleet knows (``fleet profiles``, clausona) unless
+    ``config_dir`` is given (``api`` then says the kind). ``permission_mode`` defaults to the fleet
+    settings' ``permissions.claude``, else the app default of :mod:`fleet._launch`."""
+    where = Path(config_dir).absolute() if config_dir is not None else None
+    is_api = bool(api)
+    if profile and where is None:
+        from fleet._profiles import find_profile, load_profiles
+
+        found = find_profile(profile, load_profiles(runner=runner))
+        profile, tool, where = found.name, found.tool, found.config_dir
+        is_api = found.is_api if api is None else api
+    tool = _tool_of(profile, tool)
+    if tool not in TOOLS:
+        raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
+    if permission_mode is None and tool == "claude":
+        from fleet._settings import load_settings
+
+        # the user's mode for workers; an app's worker is watched, so any Claude mode goes
+        permission_mode = load_settings().permissions.get("claude") or None
+    return LaunchSpec(
+        worker=worker,
+        tool=tool,
+        brief=brief,
+        profile=profile,
+        model=model,
+        permission_mode=permission_mode,
+        effort=effort,
+        config_dir=where,
+        api=is_api,
+        task=task,
+    )
+
+
+def check_app_hand_over(adapter: Adapter, spec: LaunchSpec) -> None:
+    """The checks a start makes, before a hand-over to ``spec``'s profile touches anything:
+    the host answers, and a Superset agent config runs that profile with the model, effort,
+    permission mode and tools asked for."""
+    if isinstance(adapter, Preflight):
+        adapter.check(spec)
+
+
 def start_app_worker(
     adapter: Adapter,
     worker: str,
@@ -134,36 +193,14 @@ def start_app_worker(
     port: JournalPort = journal if journal is not None else FileJournal(home, clock=clock)
     if _journal.exists(port.home, worker):
         raise Refused(f"worker {worker} already exists; pick another id")
-    where = Path(config_dir).absolute() if config_dir is not None else None
-    is_api = bool(api)
-    if profile and where is None:
-        from fleet._profiles import find_profile, load_profiles
-
-        found = find_profile(profile, load_profiles(runner=runner))
-        profile, tool, where = found.name, found.tool, found.config_dir
-        is_api = found.is_api if api is None else api
-    tool = _tool_of(profile, tool)
-    if tool not in TOOLS:
-        raise SettingsError(f"unknown tool {tool!r}: use claude or codex")
-    if permission_mode is None and tool == "claude":
-        from fleet._settings import load_settings
-
-        # the user's mode for workers; an app's worker is watched, so any Claude mode goes
-        permission_mode = load_settings().permissions.get("claude") or None
-    repo_path = Path(repo).absolute()
-    _require_repository(repo_path, runner)
-    spec = LaunchSpec(
-        worker=worker,
-        tool=tool,
-        brief=brief,
-        profile=profile,
-        model=model,
-        permission_mode=permission_mode,
-        effort=effort,
-        config_dir=where,
-        api=is_api,
+    spec = app_launch_spec(
+        worker, brief=brief, profile=profile, tool=tool, model=model, effort=effort,
+        permission_mode=permission_mode, config_dir=config_dir, api=api, runner=runner,
         task=task_title(brief),
     )
+    profile, tool = spec.profile, spec.tool
+    repo_path = Path(repo).absolute()
+    _require_repository(repo_path, runner)
     if isinstance(adapter, Preflight):
         adapter.check(spec)  # a missing agent config, a host that does not answer
     label = workspace_label(adapter.name, worker, profile_label(profile, tool, model))

@@ -14,9 +14,11 @@ It drives the ``herdr`` CLI (herdr 0.8.0 and later) through the injected runner:
   old pane, ``pane close`` closes it, ``worktree remove`` (never ``--force``) deletes.
 
 Results are single-line JSON (``{"id":…,"result":{"type":…}}``) on stdout; server errors are
-JSON (``{"error":{"code","message"}}``) on stderr with exit 1; usage errors exit 2. Each error
-code that needs a decision becomes its own exception, so a coordinator can tell a stalled
-prompt from a blocked agent from a dirty worktree.
+JSON (``{"error":{"code","message"}}``) on stderr with exit 1 (``server_not_running`` when no
+server runs); usage errors exit 2. ``herdr status --json`` is the exception: the CLI answers it
+itself, without a ``result`` envelope, exit 0 whether or not a server runs. Each error code
+that needs a decision becomes its own exception, so a coordinator can tell a stalled prompt
+from a blocked agent from a dirty worktree.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import attrs
 
 from fleet._clock import Clock
 from fleet._core.events import HandedOver
-from fleet._errors import Refused, ToolError
+from fleet._errors import FleetError, Refused, ToolError
 from fleet._guards import require_safe
 from fleet._port import FileJournal, JournalPort
 from fleet._runner import Completed, Runner, SubprocessRunner
@@ -53,9 +55,13 @@ __all__ = [
     "DirtyWorktree",
     "HerdrAdapter",
     "HerdrError",
+    "HerdrNotRunning",
     "HerdrTimeout",
     "PromptStalled",
+    "TrustUnanswered",
     "agent_name",
+    "choose_trust",
+    "trust_keys",
 ]
 
 _NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -89,6 +95,10 @@ class DirtyWorktree(HerdrError, Refused):
     """``worktree remove`` refused: the checkout has uncommitted changes."""
 
 
+class HerdrNotRunning(HerdrError):
+    """No herdr server runs (``server_not_running``): herdr must be started first."""
+
+
 def agent_name(worker: str, suffix: int | None = None) -> str:
     """A herdr agent name for a worker: ``[a-z][a-z0-9_-]{0,31}``, unique per hand-over."""
     base = re.sub(r"[^a-z0-9_-]", "-", worker.lower())
@@ -100,21 +110,27 @@ def agent_name(worker: str, suffix: int | None = None) -> str:
 
 @attrs.frozen(kw_only=True)
 class _TrustPrompt:
-    """How one agent asks whether to trust a folder, and the keys that answer yes."""
+    """How one agent asks whether to trust a folder: the question's text, the option that
+    trusts it, and the mark before the option selected."""
 
     agent: str
     markers: tuple[str, ...]
-    keys: tuple[str, ...]
+    accept: str
+    pointer: str
 
 
-#: Claude Code highlights "No, exit"; Codex highlights "1. Trust and continue".
+#: Which option starts selected differs between releases: Claude Code 2.1.197 starts on
+#: "1. Yes, I trust this folder", 2.1.332 on "No, exit" (unnumbered); Codex 0.171 on
+#: "1. Trust and continue" (tests/fakes/captures). So the answer is read from the screen.
 TRUST_PROMPTS: tuple[_TrustPrompt, ...] = (
     _TrustPrompt(
         agent="claude",
         markers=("Is this a project you created or one you trust", "Do you trust the files"),
-        keys=("down", "enter"),
+        accept="Yes, I trust this folder",
+        pointer="❯",
     ),
-    _TrustPrompt(agent="codex", markers=("Trust this folder",), keys=("enter",)),
+    _TrustPrompt(agent="codex", markers=("Trust this folder",), accept="Trust and continue",
+                 pointer="›"),
 )
 
 
@@ -319,12 +335,44 @@ class HerdrAdapter:
             task=spec.task,
         )
         self._launch(handle["pane"], name, workspace, spec)
-        self._send_pointer(handle["pane"], name, pointer_line(spec.brief), "brief")
+        self._send_pointer(handle["pane"], name, pointer_line(spec.brief), "brief",
+                           spec.worker)
         return handle
 
     def check(self, spec: LaunchSpec) -> None:
-        """Before anything is created: the herdr server answers."""
-        self._call("status")
+        """Before anything is created: the herdr server runs and speaks this CLI's protocol.
+
+        ``herdr status --json`` is answered by the CLI itself, not the server (herdr
+        src/cli/status.rs, the same in 0.8.0 and 0.8.2): one compact line
+        ``{"client":{…},"server":{"status","running","compatible",…},"update":{…}}`` with no
+        ``result`` envelope, exit 0 even when no server runs. So the answer is read, never
+        the exit code alone."""
+        done = self._run("status", "--json", timeout=30)
+        server = _status_server(done.stdout)
+        if server is None:
+            raise HerdrError(
+                "herdr status --json printed no server status "
+                f"({done.stdout.strip()[:200]!r}); fleet needs herdr 0.8.0 or later: check "
+                "`herdr --version`",
+                code="bad_output",
+                command="status",
+            )
+        socket = str(server.get("socket") or "its socket")
+        if server.get("running") is not True:
+            raise HerdrNotRunning(
+                f"no herdr server is running (at {socket}); start herdr (run `herdr`), "
+                "then start the worker again",
+                code="server_not_running",
+                command="status",
+            )
+        if server.get("compatible") is False:
+            raise HerdrError(
+                f"the herdr server at {socket} (version {server.get('version') or '?'}) speaks "
+                "another protocol than this herdr CLI: restart herdr after its update, then "
+                "start the worker again",
+                code="protocol_mismatch",
+                command="status",
+            )
 
     def discard(self, workspace: Workspace) -> None:
         """Take back a workspace a failed start made (the caller checked that it holds no
@@ -332,14 +380,23 @@ class HerdrAdapter:
         ws = handle_of(workspace, "workspace", "herdr workspace id")
         self._call("worktree", "remove", "--workspace", ws, timeout=120)
 
-    def _send_pointer(self, pane: str, name: str, line: str, kind: str) -> None:
-        """Prompt the agent with ``line``, then read the pane back until the line shows: herdr
-        can report a prompt delivered that never reached the agent's input (a paste dropped
-        by a redraw, an Enter sent too early), and a worker without its brief only idles."""
+    def _send_pointer(
+        self, pane: str, name: str, line: str, kind: str, worker: str | None = None
+    ) -> None:
+        """Prompt the agent with ``line``, then confirm it arrived: herdr can report a prompt
+        delivered that never reached the agent's input (a paste dropped by a redraw, an Enter
+        sent too early), and a worker without its brief only idles. The agent's own
+        ``UserPromptSubmit`` hook, journaled after the send, confirms it; else the line on the
+        pane's screen does (Claude Code 2.1.332 draws on the alternate screen, so the typed
+        line may leave the screen as soon as the agent works: the hook is read first)."""
+        since = self._hook_count(worker)
         self.prompt(name, line)
         want = "".join(line.split())
         deadline = time.monotonic() + self.confirm_timeout
         while True:
+            now = self._hook_count(worker) if since is not None else None
+            if since is not None and now is not None and now > since:
+                return
             screen = self._run(
                 "pane", "read", pane, "--source", "recent-unwrapped", "--lines", "200"
             ).stdout
@@ -355,6 +412,19 @@ class HerdrAdapter:
                     command="agent prompt",
                 )
             self._sleep(self.poll)
+
+    def _hook_count(self, worker: str | None) -> int | None:
+        """How many ``UserPromptSubmit`` hooks the worker's journal holds (None without one)."""
+        if not worker:
+            return None
+        from fleet import _journal
+        from fleet._core.events import HookEvent
+
+        try:
+            events = _journal.read_events(self.journal.home, worker)
+        except (FleetError, OSError):
+            return None
+        return sum(isinstance(e, HookEvent) and e.hook == "UserPromptSubmit" for e in events)
 
     def _launch(self, pane: str, name: str, workspace: Workspace, spec: LaunchSpec) -> None:
         command = shlex.join(launch_argv(spec, clausona=self.clausona))
@@ -426,7 +496,19 @@ class HerdrAdapter:
                 f"herdr agent {name} asks to trust a folder that is not its worktree "
                 f"{workspace.worktree}; not answering it"
             )
-        self._run("agent", "send-keys", name, *prompt.keys)
+        try:
+            choose_trust(
+                prompt,
+                lambda: self._run("agent", "read", name, "--source", "visible").stdout,
+                lambda key: self._run("agent", "send-keys", name, key),
+                timeout=self.ready_timeout, poll=self.poll, sleep=self._sleep, screen=screen,
+            )
+        except TrustUnanswered as exc:
+            raise AgentBlocked(
+                f"herdr agent {name} asks whether to trust {workspace.worktree}: {exc}. Answer "
+                "it in its pane, then send the brief again",
+                code="agent_blocked",
+            ) from exc
         self.wait(name, until=("idle", "done"), timeout=self.ready_timeout)
         screen = self._run("agent", "read", name, "--source", "visible").stdout
         if _trust_prompt(kind, screen) is not None:
@@ -443,7 +525,7 @@ class HerdrAdapter:
                 "--lines", str(lines),
             ).stdout
         except HerdrError as exc:
-            if exc.code not in ("agent_not_found", "agent_not_running", "not_found"):
+            if exc.code not in ("agent_not_found", "agent_not_running", "pane_not_found"):
                 raise
         return self._run(
             "pane", "read", _pane(workspace), "--source", "recent-unwrapped",
@@ -494,7 +576,7 @@ class HerdrAdapter:
             ),
         )
         self._send_pointer(pane, name, pointer_line(note, kind="hand-over note"),
-                           "hand-over note")
+                           "hand-over note", spec.worker)
         self._run("pane", "close", old_pane)
         return handle
 
@@ -505,9 +587,21 @@ class HerdrAdapter:
             return ""
 
     def close(self, workspace: Workspace) -> None:
-        self._run("pane", "close", _pane(workspace))
+        """Close the agent's pane. herdr closes a workspace with its last pane (its
+        src/app/api/panes.rs ``close_pane``), so after this the workspace may be gone too; its
+        checkout stays, and :meth:`delete` still removes it. A pane already closed is closed."""
+        try:
+            self._run("pane", "close", _pane(workspace))
+        except HerdrError as exc:
+            if exc.code != "pane_not_found":
+                raise
 
     def delete(self, workspace: Workspace) -> None:
+        """``worktree remove --workspace`` (never ``--force``). When herdr no longer has the
+        workspace (closed with its last pane, by :meth:`close` or by hand: herdr then answers
+        ``workspace_not_found`` and keeps no record of the checkout), the checkout is removed
+        the way herdr removes one: ``git worktree remove`` without ``--force`` from the
+        repository's main worktree, which refuses modified or untracked files."""
         ws = workspace.handle.get("workspace")
         if not ws:
             raise ValueError("this workspace has no herdr workspace id")
@@ -521,6 +615,12 @@ class HerdrAdapter:
                 code=exc.code,
                 command=exc.command,
             ) from exc
+        except HerdrError as exc:
+            if exc.code != "workspace_not_found":
+                raise
+            from fleet.adapters import WorktreeDeleter
+
+            WorktreeDeleter(runner=self.runner).delete(workspace)
         if workspace.worktree.exists():
             raise HerdrError(f"herdr reported {workspace.worktree} removed, but it is still there")
 
@@ -528,7 +628,7 @@ class HerdrAdapter:
         try:
             info = self.agent(_agent(workspace))
         except HerdrError as exc:
-            if exc.code not in ("agent_not_found", "agent_not_running", "not_found"):
+            if exc.code not in ("agent_not_found", "agent_not_running", "pane_not_found"):
                 raise
             return {"host": self.name, "agent": _agent(workspace), "agent_status": "absent"}
         keep = ("name", "agent", "agent_status", "pane_id", "workspace_id", "cwd", "title")
@@ -563,6 +663,7 @@ def _error_for(code: str, message: str, command: str) -> HerdrError:
         "agent_blocked": AgentBlocked,
         "timeout": HerdrTimeout,
         "dirty_worktree_requires_force": DirtyWorktree,
+        "server_not_running": HerdrNotRunning,
     }.get(code, HerdrError)
     if kind is PromptStalled:
         message += (
@@ -572,12 +673,112 @@ def _error_for(code: str, message: str, command: str) -> HerdrError:
     return kind(message, code=code, command=command)
 
 
+def _status_server(stdout: str) -> dict[str, Any] | None:
+    """The ``server`` object of ``herdr status --json``'s one line, if it printed one."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            payload = json.loads(line)
+        except ValueError:
+            continue
+        server = payload.get("server") if isinstance(payload, dict) else None
+        if isinstance(server, dict):
+            return server
+    return None
+
+
 def _trust_prompt(kind: str, screen: str) -> _TrustPrompt | None:
     """The trust question of agent ``kind`` if the screen shows it."""
     return next(
         (p for p in TRUST_PROMPTS if p.agent == kind and any(m in screen for m in p.markers)),
         None,
     )
+
+
+class TrustUnanswered(HerdrError):
+    """The trust question showed no selection fleet could read, or did not take its keys."""
+
+
+#: How long a key may take to show on the screen before it counts as dropped and is pressed
+#: again (Claude Code 2.1.332 draws the question before it takes keys, and drops those).
+KEY_TAKEN = 1.0
+#: How long the trusting option must stay selected, with no key pressed, before enter: a
+#: key that was only slow, not dropped, lands meanwhile (2.1.332's list wraps, so a late
+#: down would move the selection to "No, exit" under the enter).
+SETTLE = 2.0
+
+
+def choose_trust(
+    prompt: _TrustPrompt,
+    read: Callable[[], str],
+    press: Callable[[str], object],
+    *,
+    timeout: float,
+    poll: float = 0.1,
+    sleep: Callable[[float], None] = time.sleep,
+    screen: str | None = None,
+) -> str:
+    """Answer ``prompt`` yes one key at a time, reading the screen after each: move the
+    selection toward the trusting option (a key the screen does not show within
+    ``KEY_TAKEN`` seconds is pressed again, and allowed twice as long each time), and press
+    enter only once the screen has shown that option selected, unchanged, for ``SETTLE``
+    seconds (or twice the time a key is allowed) since the last key. Returns the
+    screen once the question is gone; raises :class:`TrustUnanswered` when no selection can
+    be read or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    screen = read() if screen is None else screen
+    last_key = time.monotonic()
+    # how long a key may take to show; doubled each time one turns out slower than that
+    wait = KEY_TAKEN
+    while any(m in screen for m in prompt.markers):
+        keys = trust_keys(prompt, screen)
+        if keys is None:
+            raise TrustUnanswered(
+                f"the screen shows no selected answer fleet can read: {_tail(screen)}",
+                code="agent_blocked",
+            )
+        if time.monotonic() >= deadline:
+            raise TrustUnanswered(
+                f"the question did not take its answer within {timeout:g}s: {_tail(screen)}",
+                code="agent_blocked",
+            )
+        before = screen
+        if keys == ("enter",):
+            # nothing pressed may still be on its way: the selection holds, unchanged
+            settle = last_key + max(SETTLE, 2 * wait)
+            while screen == before and time.monotonic() < min(settle, deadline):
+                sleep(poll)
+                screen = read()
+            if screen != before:
+                wait *= 2  # a key landed late: keys take longer than was allowed
+                continue
+            if time.monotonic() < settle:
+                continue  # the deadline cut the wait short
+        press(keys[0])
+        last_key = time.monotonic()
+        while screen == before and time.monotonic() < min(last_key + wait, deadline):
+            sleep(poll)
+            screen = read()
+        if screen == before:
+            wait *= 2  # dropped, or slower than allowed: press again, allowing it longer
+    return screen
+
+
+def trust_keys(prompt: _TrustPrompt, screen: str) -> tuple[str, ...] | None:
+    """The keys that choose the trusting answer of ``prompt`` on ``screen``: as many ``down``
+    (or ``up``) as the options between the selected one and it, then ``enter``. None when the
+    screen does not show both (fleet then never guesses: a wrong Enter exits the agent)."""
+    lines = [line.strip() for line in screen.splitlines()]
+    accept = [n for n, line in enumerate(lines) if prompt.accept in line]
+    if not accept:
+        return None
+    at = accept[-1]
+    # the selected option is next to it: the options are one line each
+    near = [n for n in range(max(0, at - 4), min(len(lines), at + 5))
+            if lines[n].startswith(prompt.pointer)]
+    if len(near) != 1:
+        return None
+    moves = at - near[0]
+    return ("down",) * moves + ("up",) * -moves + ("enter",)
 
 
 def _mentions(screen: str, worktree: Path) -> bool:

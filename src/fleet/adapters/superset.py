@@ -34,7 +34,7 @@ from fleet._clock import Clock
 from fleet._core.events import HandedOver
 from fleet._errors import Refused, SettingsError, ToolError
 from fleet._guards import require_safe
-from fleet._launch import superset_config_args
+from fleet._launch import API_TOOLS, superset_config_args
 from fleet._port import FileJournal, JournalPort
 from fleet._runner import Completed, Runner, SubprocessRunner
 from fleet.adapters._base import (
@@ -55,13 +55,16 @@ from fleet.adapters.superset_host import (
 )
 
 __all__ = [
+    "ConfigMismatch",
     "HostAPIChanged",
     "MissingAgentConfig",
     "NoHost",
     "SupersetAdapter",
     "SupersetCLIError",
     "SupersetHostError",
+    "add_config_command",
     "config_label",
+    "config_mismatch",
     "match_config",
     "workspace_name",
 ]
@@ -77,6 +80,16 @@ HANDOFF_INTRO = (
 
 class SupersetCLIError(ToolError):
     """The ``superset`` CLI failed; the message is its own error line."""
+
+
+class ConfigMismatch(SettingsError):
+    """The agent config that runs a profile states another model, effort, permission mode or
+    tool list than the start asks for; ``command`` is the ``fleet superset add-config`` line
+    that shows and makes the change."""
+
+    def __init__(self, message: str, *, command: str) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class MissingAgentConfig(SettingsError):
@@ -124,6 +137,43 @@ def config_args(spec: LaunchSpec) -> list[str]:
     return superset_config_args(spec.profile, spec.tool, claude_args(spec))
 
 
+def config_mismatch(config: Mapping[str, Any], spec: LaunchSpec) -> list[str]:
+    """How an agent config's args differ from what ``spec`` asks for (empty when they agree):
+    the model, effort and permission mode it states, and an API profile's short tool list.
+    Superset ignores a launch's model and effort for custom configs, so a config that states
+    others would run something else than was asked."""
+    if spec.tool != "claude":
+        return []
+    args = [str(a) for a in config.get("args") or []]
+    wrong = [
+        f"{flag} {_flag_value(args, flag) or '(none)'} instead of {want}"
+        for flag, want in (("--model", spec.model), ("--effort", spec.effort),
+                           ("--permission-mode", spec.permission_mode))
+        if want and _flag_value(args, flag) != want
+    ]
+    if spec.permission_mode is None and _flag_value(args, "--permission-mode") is None:
+        # an inherited mode changes between Claude Code releases (2.1.332 made auto mode
+        # the default): a worker's mode is stated, never inherited
+        wrong.append("no --permission-mode")
+    if spec.api and not any(a == "--tools" or a.startswith("--tools=") for a in args):
+        wrong.append(f"no --tools list (an API profile runs with {API_TOOLS})")
+    return wrong
+
+
+def add_config_command(spec: LaunchSpec, *, update: bool = False) -> str:
+    """The ``fleet superset add-config`` command line that writes the config ``spec`` needs."""
+    words = ["fleet", "superset", "add-config", spec.profile or "?"]
+    if spec.tool != "claude":
+        words += ["--tool", spec.tool]
+    for flag, value in (("--model", spec.model), ("--effort", spec.effort),
+                        ("--permission-mode", spec.permission_mode)):
+        if value:
+            words += [flag, value]
+    if update:
+        words.append("--update")
+    return " ".join(words)
+
+
 def _same_profile(a: str, b: str) -> bool:
     a, b = a.lower(), b.lower()
     # "work" names "claude:work", but "codex:work" never does
@@ -156,6 +206,7 @@ class _Backend(Protocol):
     def projects(self) -> list[dict[str, Any]]: ...
     def configs(self) -> list[dict[str, Any]]: ...
     def add_config(self, label: str, command: str, args: Sequence[str]) -> dict[str, Any]: ...
+    def update_config(self, config: str, label: str, args: Sequence[str]) -> dict[str, Any]: ...
     def create_workspace(
         self, project: str, name: str, branch: str, base: str | None
     ) -> dict[str, Any]: ...
@@ -196,6 +247,14 @@ class HostBackend:
                     "env": {},
                     "presetId": "custom",
                 },
+            )
+        )
+
+    def update_config(self, config: str, label: str, args: Sequence[str]) -> dict[str, Any]:
+        return dict(
+            self.host.mutate(
+                "settings.agentConfigs.update",
+                {"id": config, "patch": {"label": label, "args": list(args)}},
             )
         )
 
@@ -309,6 +368,14 @@ class CLIBackend:
 
     def add_config(self, label: str, command: str, args: Sequence[str]) -> dict[str, Any]:
         raise MissingAgentConfig(args[1] if len(args) > 1 else "?", label, command, args)
+
+    def update_config(self, config: str, label: str, args: Sequence[str]) -> dict[str, Any]:
+        # the superset CLI lists and uses agent configs but has no command that edits one
+        raise SettingsError(
+            f"the superset CLI cannot edit agent configs: set the args of {config} to "
+            f"{json.dumps(list(args))} under Superset → Settings → Agents, or use the host "
+            "route (--route host)"
+        )
 
     def create_workspace(
         self, project: str, name: str, branch: str, base: str | None
@@ -538,27 +605,27 @@ class SupersetAdapter:
         effort for custom configs, so a config that states others would run something else
         than was asked."""
         config = self.config_for(spec)
-        args = [str(a) for a in config.get("args") or []]
-        wrong = [
-            f"{flag} {_flag_value(args, flag) or '(none)'} instead of {want}"
-            for flag, want in (("--model", spec.model), ("--effort", spec.effort),
-                               ("--permission-mode", spec.permission_mode))
-            if want and spec.tool == "claude" and _flag_value(args, flag) != want
-        ]
-        if (
-            spec.tool == "claude"
-            and spec.permission_mode is None
-            and _flag_value(args, "--permission-mode") is None
-        ):
-            # an inherited mode changes between Claude Code releases (2.1.332 made auto mode
-            # the default): a worker's mode is stated, never inherited
-            wrong.append("no --permission-mode")
+        wrong = config_mismatch(config, spec)
         if wrong:
-            raise SettingsError(
+            raise ConfigMismatch(
                 f"the Superset agent config {config.get('label')!r} for {spec.profile} states "
-                f"{'; '.join(wrong)}: set its args to {json.dumps(config_args(spec))} under "
-                "Superset → Settings → Agents, or ask for what it runs"
+                f"{'; '.join(wrong)}: run `{add_config_command(spec, update=True)}` to see the "
+                "change and add --yes to make it (or set its args to "
+                f"{json.dumps(config_args(spec))} under Superset → Settings → Agents)",
+                command=add_config_command(spec, update=True),
             )
+
+    def update_config(self, config: Mapping[str, Any], spec: LaunchSpec) -> dict[str, Any]:
+        """Rewrite ``config``'s label and args to what ``spec`` needs (host route; the CLI
+        route says what to set by hand). Only a config that runs ``spec.profile`` is
+        rewritten."""
+        if not spec.profile or match_config([config], spec.profile) is None:
+            raise SettingsError(
+                f"the Superset agent config {config.get('label')!r} does not run "
+                f"{spec.profile}; not rewriting it"
+            )
+        return self.backend.update_config(str(config["id"]), config_label(spec),
+                                          config_args(spec))
 
     def discard(self, workspace: Workspace) -> None:
         """Take back a workspace a failed start made. Superset's delete is forceful, so the
