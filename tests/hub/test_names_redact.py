@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from fleet._errors import InvalidMark, InvalidWorkerId, SettingsError
 from fleet._hub.config import HubConfig, resolve_hub
 from fleet._hub.names import (
+    coordinator_of_rpc,
     default_host_id,
     journal_subject,
     msg_id,
@@ -31,7 +32,8 @@ def test_every_worker_has_one_subject_of_three_tokens_and_back(host: str, worker
     parts = subject.split(".")
     assert len(parts) == 3 and all(parts) and parts[0] == "fleet"
     assert (untoken(parts[1]), untoken(parts[2])) == (host, worker)
-    assert len(rpc_subject(host).split(".")) == 4  # never captured by fleet.*.*
+    assert len(rpc_subject(host, worker).split(".")) == 4  # never captured by fleet.*.*
+    assert coordinator_of_rpc(rpc_subject(host, worker)) == worker
     assert split_worker(f"{host}/{worker}") == (host, worker)
 
 
