@@ -243,6 +243,12 @@ class ThreadShipper:
         ready.wait(10)
         return self
 
+    def shipped(self) -> int:
+        """Lines shipped so far; the shipper's own error at once when its thread ended."""
+        if self.error is not None:
+            raise self.error
+        return self.shipper.shipped
+
     def stop(self) -> None:
         if self.thread is None:
             return

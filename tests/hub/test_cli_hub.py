@@ -50,7 +50,7 @@ def shipped(nats_server: NatsServer, home: Path) -> ThreadShipper:
     append(home, "w1", HookEvent(ts=time.time(), src="claude", hook="Stop",
                                  data={"last_assistant_message": "FLEET_WORKER_DONE: ok"}))
     shipper = ThreadShipper(nats_server.hub(heartbeat=0.2), home, "box").start()
-    eventually(lambda: shipper.shipper.shipped == 5)
+    eventually(lambda: shipper.shipped() == 5)
     yield shipper
     shipper.stop()
 

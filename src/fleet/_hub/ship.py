@@ -249,15 +249,24 @@ class Shipper:
                     await self._pause(stop, delay)
                     delay = min(delay * 2, 5.0) * (0.8 + 0.4 * random.random())
                     continue
-                delay = 0.2
                 ever_connected = True
                 self._nc = nc
                 try:
                     await self._connected(nc, stop, once)
+                except (TimeoutError, hc.nats.errors.Error, OSError) as exc:
+                    # Setting up on a server that is not ready (JetStream still starting, or
+                    # too slow to answer): a daemon tries again, as when it is out of reach.
+                    if once:
+                        raise
+                    self.emit({"event": "retry", "error": hc.fatal(exc)})
+                    await self._pause(stop, delay)
+                    delay = min(delay * 2, 5.0) * (0.8 + 0.4 * random.random())
+                    continue
                 finally:
                     self._nc = None
                     self.connected = False
                     await self._goodbye(nc)
+                delay = 0.2
                 if once:
                     return
         finally:
