@@ -382,3 +382,34 @@ def test_hub_config_is_written_with_tls_when_given(tmp_path: Path) -> None:
     assert "tls { cert_file:" in config and 'listen: "0.0.0.0:4443"' in config
     assert done.url == "tls://0.0.0.0:4443"
     assert HubConfig(url=done.url).servers() == ["tls://0.0.0.0:4443"]
+
+
+def test_a_host_added_later_ships_after_a_reload_and_the_others_keep_theirs(
+    secure_hub: SecureHub, tmp_path: Path
+) -> None:
+    before = secure_hub.seed("host", "h1")
+    key = Path(before).read_text()
+    secure_hub.add("host", "h3")  # fleet hub add-host, then the server reads its config again
+    assert Path(before).read_text() == key
+    home = tmp_path / "h3"
+    write_journal(home, "w1", event_stream("w1", random.Random(3), 2, time.time()))
+
+    def let_in() -> bool:
+        async def main() -> None:
+            async with Raw(secure_hub.url, secure_hub.seed("host", "h3")):
+                pass
+
+        try:
+            asyncio.run(main())
+            return True
+        except hc.nats.errors.Error:
+            return False  # the server has not read its config again yet
+
+    eventually(let_in, timeout=30, interval=0.1)
+    shipper = ThreadShipper(secure_hub.host("h3", heartbeat=0.2), home, "h3").start()
+    try:
+        eventually(lambda: shipper.shipped() == 2)
+    finally:
+        shipper.stop()
+    with HubView(secure_hub.coordinator("c1"), home=tmp_path / "c1") as view:
+        assert "h3/w1" in view.workers()

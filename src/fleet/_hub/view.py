@@ -550,13 +550,15 @@ class HubView:
 
     def counts(self) -> dict[str, int]:
         """What the reader dropped: re-sent lines, lines of replaced journals, lines still
-        waiting for earlier ones, and messages that were not fleet's."""
+        waiting for earlier ones, messages a host did not ship, and lines that came again with
+        other content (the first kept)."""
         with self._cond:
             return {
                 "duplicates": sum(r.dups for r in self._workers.values()),
                 "replaced": self.dropped,
                 "waiting": sum(len(r.early) for r in self._workers.values()),
                 "foreign": self.foreign,
+                "conflicts": self.conflicts,
             }
 
     def next_seqs(self) -> dict[str, tuple[int, int]]:
