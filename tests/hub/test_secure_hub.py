@@ -413,3 +413,39 @@ def test_a_host_added_later_ships_after_a_reload_and_the_others_keep_theirs(
         shipper.stop()
     with HubView(secure_hub.coordinator("c1"), home=tmp_path / "c1") as view:
         assert "h3/w1" in view.workers()
+
+
+def test_a_tls_hub_from_hub_init_ships_and_reads_with_the_servers_ca(tmp_path: Path) -> None:
+    from tests.hub.conftest import free_port
+    from tests.hub.test_security import _certificates
+
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    ca, cert, key = _certificates(certs)
+    port = free_port()
+    done = init_hub(tmp_path / "hub", hosts=["h1"], coordinators=["c1"],
+                    listen=f"127.0.0.1:{port}", tls_cert=str(cert), tls_key=str(key),
+                    store=str(tmp_path / "store"))
+    assert done.url == f"tls://127.0.0.1:{port}"
+    server = NatsServer(tmp_path, conf_file=done.config)
+    server.port, server.scheme = port, "tls"
+    server.start()
+    home = tmp_path / "h1"
+    write_journal(home, "w1", event_stream("w1", random.Random(8), 3, time.time()))
+    seeds = done.root
+    host = HubConfig(url=done.url, tls_ca=str(ca), host="h1", nkey=str(seeds / "hosts/h1.nk"),
+                     heartbeat=0.2)
+    shipper = ThreadShipper(host, home, "h1").start()
+    try:
+        coordinator = HubConfig(url=done.url, tls_ca=str(ca), coordinator="c1",
+                                nkey=str(seeds / "coordinators/c1.nk"))
+        with HubView(coordinator, home=tmp_path / "c1") as view:
+            eventually(lambda: view.next_seqs().get("h1/w1") == (0, 3))
+        out = _fleet("status", "--hub", done.url, "--json", home=tmp_path / "c2",
+                     FLEET_HUB_TLS_CA=str(ca), FLEET_HUB_NKEY=str(seeds / "coordinators/c1.nk"),
+                     FLEET_COORDINATOR="c1")
+        assert out.returncode == 0, out.stderr
+        assert [r["worker"] for r in json.loads(out.stdout)] == ["h1/w1"]
+    finally:
+        shipper.stop()
+        server.stop()
