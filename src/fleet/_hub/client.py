@@ -191,10 +191,17 @@ async def connect(
     if not cfg.insecure:
         try:
             await probe(cfg, nc, errors, role, identity)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(nc.close(), 2)
-            raise
+            if isinstance(exc, HubOpen) or not isinstance(
+                exc, (TimeoutError, OSError, nats.errors.Error)
+            ):
+                raise
+            # The connection went while it was checked: as any other failed attempt.
+            raise HubUnreachable(
+                f"cannot reach the hub at {cfg.display()}: {fatal(exc)}"
+            ) from None
     nc.options["max_reconnect_attempts"] = -1 if retry else 0
     nc.options["allow_reconnect"] = retry
     return nc
@@ -263,10 +270,13 @@ async def _drop_client(client: NATS) -> None:
     open)."""
     with contextlib.suppress(Exception):
         await asyncio.wait_for(client.close(), 2)
-    writer = getattr(client, "_transport", None)
-    with contextlib.suppress(Exception):
-        if writer is not None:
-            writer.close()
+    transport = getattr(client, "_transport", None)
+    # Over TLS the plain socket under the TLS stream is a writer of its own.
+    for name in ("_io_writer", "_bare_io_writer"):
+        writer = getattr(transport, name, None)
+        with contextlib.suppress(Exception):
+            if writer is not None:
+                writer.close()
 
 
 async def resolve_some(cfg: HubConfig) -> None:

@@ -430,7 +430,9 @@ class HubView:
     def hosts(self) -> list[HostInfo]:
         now = self.clock.now()
         with self._cond:
-            names = sorted(set(self._hosts) | {h for h, _ in self._workers} | set(self._offenses))
+            # "?" holds what came on subjects of no host: counted (counts()), no host of its own
+            names = sorted((set(self._hosts) | {h for h, _ in self._workers}
+                            | set(self._offenses)) - {"?"})
             out = []
             for host in names:
                 state, reason, _ = self._host_status(host, now)
