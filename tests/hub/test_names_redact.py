@@ -134,6 +134,35 @@ def test_hub_configuration_comes_from_arguments_environment_and_settings(
         resolve_hub(None, environ={}, settings_path=settings)
 
 
+def test_insecure_and_trust_come_from_arguments_environment_and_settings(
+    tmp_path: object,
+) -> None:
+    import json
+    from pathlib import Path
+
+    settings = Path(str(tmp_path)) / "fleet.json"
+    settings.write_text(json.dumps({"hub": {"url": "h", "trust": "lead, desk,lead"}}))
+    cfg = resolve_hub(None, environ={}, settings_path=settings)
+    assert (cfg.insecure, cfg.trust) == (False, ("lead", "desk"))
+    assert resolve_hub(None, trust=["x"], environ={}, settings_path=settings).trust == ("x",)
+    assert resolve_hub(None, environ={"FLEET_HUB_INSECURE": "1"}, settings_path=settings).insecure
+    assert not resolve_hub(None, environ={"FLEET_HUB_INSECURE": "0"},
+                           settings_path=settings).insecure
+    with pytest.raises(SettingsError, match="FLEET_HUB_INSECURE must be 1 or 0"):
+        resolve_hub(None, environ={"FLEET_HUB_INSECURE": "yes"}, settings_path=settings)
+    settings.write_text(json.dumps({"hub": {"url": "h", "insecure": True, "trust": ["a"]}}))
+    with pytest.raises(SettingsError, match=r"hub\.trust must be coordinator names"):
+        resolve_hub(None, environ={}, settings_path=settings)
+    settings.write_text(json.dumps({"hub": {"url": "h", "insecure": "true"}}))
+    with pytest.raises(SettingsError, match=r"hub\.insecure must be true or false"):
+        resolve_hub(None, environ={}, settings_path=settings)
+    settings.write_text(json.dumps({"hub": {"url": "h", "insecure": True}}))
+    assert resolve_hub(None, environ={}, settings_path=settings).insecure
+    settings.write_text(json.dumps({"hub": {"url": "h", "trust": "Bad Name"}}))
+    with pytest.raises(InvalidWorkerId, match="invalid host id"):
+        resolve_hub(None, environ={}, settings_path=settings)
+
+
 @pytest.mark.parametrize(
     "url",
     [" ", ",", "nats://a b", "http://hub", "nats://", "../../etc", "-1", "0x10", "127.1",
