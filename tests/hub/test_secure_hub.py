@@ -58,8 +58,13 @@ class Raw:
             kind = "host" if Path(self.seed).parent.name == "hosts" else "coordinator"
             opts = {"nkeys_seed": self.seed,
                     "inbox_prefix": inbox_prefix(kind, Path(self.seed).stem)}
-        self.nc = await hc.nats.connect(self.url, error_cb=error_cb, allow_reconnect=False,
-                                        max_reconnect_attempts=0, **opts)
+        self.nc = hc.NATS()
+        try:
+            await self.nc.connect(self.url, error_cb=error_cb, allow_reconnect=False,
+                                  max_reconnect_attempts=0, **opts)
+        except BaseException:
+            await hc._drop_client(self.nc)  # a refused client leaves its socket open
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -157,8 +157,10 @@ async def connect(
 
     await resolve_some(cfg)
     identity = cfg.host_id() if role == "host" else cfg.coordinator
+    nc = NATS()
     try:
-        nc = await nats.connect(
+        # The client's own annotations say int for what it takes as seconds of any kind.
+        options: dict[str, Any] = dict(
             servers=cfg.servers(),
             name=name,
             allow_reconnect=True,
@@ -175,7 +177,12 @@ async def connect(
             inbox_prefix=inbox_prefix(role, identity),
             **cfg.connect_options(),
         )
+        await nc.connect(**options)
+    except asyncio.CancelledError:
+        _close_sockets(nc)  # given up on by the caller's deadline: nothing left open
+        raise
     except (TimeoutError, OSError, nats.errors.Error) as exc:
+        await _drop_client(nc)  # the client leaves a refused connection's socket open
         # The server's own refusal says more than the reset of the socket that followed it.
         telling = [e for e in errors if "uthoriz" in e or "ermission" in e or "SSL" in e]
         unresolved = [e for e in errors if e.startswith("gaierror")]
@@ -270,6 +277,10 @@ async def _drop_client(client: NATS) -> None:
     open)."""
     with contextlib.suppress(Exception):
         await asyncio.wait_for(client.close(), 2)
+    _close_sockets(client)
+
+
+def _close_sockets(client: NATS) -> None:
     transport = getattr(client, "_transport", None)
     # Over TLS the plain socket under the TLS stream is a writer of its own.
     for name in ("_io_writer", "_bare_io_writer"):
