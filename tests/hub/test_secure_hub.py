@@ -407,8 +407,8 @@ def test_a_host_added_later_ships_after_a_reload_and_the_others_keep_theirs(
         try:
             asyncio.run(main())
             return True
-        except hc.nats.errors.Error:
-            return False  # the server has not read its config again yet
+        except (hc.nats.errors.Error, OSError):
+            return False  # the server has not read its config again yet (refused, or reset)
 
     eventually(let_in, timeout=30, interval=0.1)
     shipper = ThreadShipper(secure_hub.host("h3", heartbeat=0.2), home, "h3").start()
