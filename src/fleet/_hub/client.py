@@ -156,6 +156,7 @@ async def connect(
             await on_disconnect()
 
     await resolve_some(cfg)
+    await listening_some(cfg)
     identity = cfg.host_id() if role == "host" else cfg.coordinator
     nc = NATS()
     try:
@@ -310,6 +311,31 @@ async def resolve_some(cfg: HubConfig) -> None:
         f"cannot reach the hub at {cfg.display()}: no server's name resolves "
         f"({'; '.join(failures)})",
         lasting=True,
+    )
+
+
+async def listening_some(cfg: HubConfig) -> None:
+    """HubUnreachable (nobody) when every server refuses the connection: the client would wait
+    and try each again, and a port nobody listens on is said at once."""
+    refused: list[str] = []
+    for server in cfg.servers():
+        parsed = urllib.parse.urlsplit(server)
+        try:
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection(parsed.hostname, parsed.port or 4222), CONNECT_TIMEOUT
+            )
+        except ConnectionRefusedError:
+            refused.append(f"{parsed.hostname}:{parsed.port or 4222}")
+            continue
+        except (OSError, TimeoutError):
+            return  # the client's own attempts say what it is
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+        return
+    raise HubUnreachable(
+        f"cannot reach the hub at {cfg.display()}: nothing listens there (connection refused)",
+        nobody=True,
     )
 
 
