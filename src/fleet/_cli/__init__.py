@@ -58,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "fleet._cli.mcp",
     "ship": "fleet._cli.hub",
     "hosts": "fleet._cli.hub",
+    "hub": "fleet._cli.hub",
 }
 
 DESCRIPTION = """\

@@ -128,7 +128,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(run=cmd_hosts)
 
     hub = sub.add_parser(
-        "hub", help="set up a hub that lets in only this fleet's hosts and coordinators"
+        "hub", help="set up a hub that lets in only this fleet's hosts and coordinators",
+        description=HUB_INIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     hub_sub = hub.add_subparsers(dest="hub_command", metavar="COMMAND", required=True)
     for verb, what in (("init", "write a server config and one credential per identity"),
@@ -152,6 +153,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             q.add_argument("name", metavar="NAME", help="its id")
         add_json(q)
         q.set_defaults(run=cmd_hub_init, hub_verb=verb)
+        add_examples(q, *{
+            "init": ("fleet hub init ~/fleet-hub --host laptop --host ci --coordinator desk",
+                     "fleet hub init ~/fleet-hub --host ci --listen 0.0.0.0:4222 "
+                     "--tls-cert hub.pem --tls-key hub.key"),
+            "add-host": ("fleet hub add-host ~/fleet-hub buildbox",),
+            "add-coordinator": ("fleet hub add-coordinator ~/fleet-hub night-shift --json",),
+        }[verb])
     add_examples(
         hub,
         "fleet hub init ~/fleet-hub --host laptop --host ci --coordinator desk",

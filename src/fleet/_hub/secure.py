@@ -173,6 +173,8 @@ def init_hub(
     for path in (tls_cert, tls_key, tls_ca):
         if path and not Path(path).is_file():
             raise SettingsError(f"TLS file {path} does not exist")
+    if not str(root).isprintable():
+        raise SettingsError(f"the hub directory {str(root)!r} holds a control character")
     root = root.absolute()
     root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     data = _read_manifest(root)
