@@ -12,6 +12,7 @@ The baseline, measured in the same run, is the same 1,000 journals in one local 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -21,8 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _hub import ShipperThread, config, nats_server, ship_once
-from idle_cpu import measure
+from _common import verdict
+from _hub import ShipperThread, measure_alive, nats_server, ship_once
 
 from fleet._core.events import HookEvent, Registered, encode_line
 from fleet._home import journal_path
@@ -41,15 +42,27 @@ def journal(worker: str, events: int, now: float) -> bytes:
     return b"".join(lines)
 
 
-def timed(*argv: str, home: Path) -> float:
+def timed(*argv: str, home: Path, env: dict[str, str] | None = None,
+          expect: int | None = None) -> float:
+    """Seconds one command took; fails (SystemExit) when it fails or, with ``expect``, when
+    it does not list that many workers."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "fleet", "--home", str(home), *argv], check=True,
-                   stdout=subprocess.DEVNULL, env={**os.environ, "FLEET_HOME": str(home)})
-    return time.perf_counter() - started
+    done = subprocess.run([sys.executable, "-m", "fleet", "--home", str(home), *argv],
+                          check=False, capture_output=True,
+                          env={**os.environ, "FLEET_HOME": str(home), **(env or {})})
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"FAIL: fleet {' '.join(argv)} exited {done.returncode}: "
+                         f"{done.stderr.decode(errors='replace').strip()}")
+    if expect is not None and len(json.loads(done.stdout)) != expect:
+        raise SystemExit(f"FAIL: fleet {' '.join(argv)} listed {len(json.loads(done.stdout))} "
+                         f"workers, not {expect}")
+    return took
 
 
-def best(runs: int, *argv: str, home: Path) -> float:
-    return min(timed(*argv, home=home) for _ in range(runs))
+def best(runs: int, *argv: str, home: Path, env: dict[str, str] | None = None,
+         expect: int | None = None) -> float:
+    return min(timed(*argv, home=home, env=env, expect=expect) for _ in range(runs))
 
 
 def main() -> None:
@@ -75,43 +88,52 @@ def main() -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
     try:
-        with nats_server() as url:
-            cfg = config(url, heartbeat=5.0)
-            shippers = [Shipper(cfg, home, host=host, watch_files=False)
-                        for host, home in homes.items()]
+        with nats_server(list(homes)) as hub_server:
+            url = hub_server.url
+            heartbeat = 5.0
+            shippers = [Shipper(hub_server.host(host, heartbeat=heartbeat), home, host=host,
+                                watch_files=False) for host, home in homes.items()]
             took = ship_once(shippers)
+            shipped = sum(s.shipped for s in shippers)
+            if shipped != total:
+                raise SystemExit(f"FAIL: shipped {shipped:,} lines, not {total:,}")
+            rate = total / took
             print(f"shipped {total:,} lines from {args.hosts} hosts in {took:.1f}s "
-                  f"({total / took:,.0f} lines/s)")
+                  f"({rate:,.0f} lines/s) [target >= 5,000: {verdict(rate >= 5000)}]")
             beating = ShipperThread(
-                [Shipper(cfg, home, host=host, watch_files=False, actions=False)
-                 for host, home in homes.items()]
+                [Shipper(hub_server.host(host, heartbeat=heartbeat), home, host=host,
+                         watch_files=False, actions=False) for host, home in homes.items()]
             ).start()
+            env = hub_server.coordinator_env()
+            n = args.hosts * args.workers
             try:
                 hub = ["status", "--hub", url, "--json"]
-                cold = best(3, *hub, "--no-cache", home=coord)
-                timed(*hub, home=coord)  # builds the hub cache
-                warm = best(3, *hub, home=coord)
-                local_cold = best(3, "status", "--json", "--no-cache", home=local)
+                cold = best(3, *hub, "--no-cache", home=coord, env=env, expect=n)
+                timed(*hub, home=coord, env=env)  # builds the hub cache
+                warm = best(3, *hub, home=coord, env=env, expect=n)
+                local_cold = best(3, "status", "--json", "--no-cache", home=local, expect=n)
                 timed("status", "--json", home=local)
-                local_warm = best(3, "status", "--json", home=local)
+                local_warm = best(3, "status", "--json", home=local, expect=n)
                 print(f"status --hub, {args.hosts * args.workers:,} workers: cold {cold:.2f}s, "
                       f"warm {warm:.3f}s (warm/cold {warm / cold:.2f}x)")
                 print(f"local status, same journals:  cold {local_cold:.2f}s, "
                       f"warm {local_warm:.3f}s")
                 print(f"hub / local: cold {cold / local_cold:.1f}x, warm {warm / local_warm:.1f}x")
+                # A day: no worker turns quiet while it is measured (the CLI takes up to a year).
                 wait = [sys.executable, "-m", "fleet", "--home", str(coord), "wait", "--hub", url,
-                        "--quiet-after", "1e9", "--timeout",
+                        "--quiet-after", "86400", "--timeout",
                         str(args.seconds + args.warmup + 60)]
-                _, hub_cpu = measure(wait, args.seconds, args.warmup)
+                hub_cpu = measure_alive(wait, args.seconds, args.warmup, env)
+                beating.check()
                 local_wait = [sys.executable, "-m", "fleet", "--home", str(local), "wait",
-                              "--quiet-after", "1e9", "--timeout",
+                              "--quiet-after", "86400", "--timeout",
                               str(args.seconds + args.warmup + 60)]
-                _, local_cpu = measure(local_wait, args.seconds, args.warmup)
+                local_cpu = measure_alive(local_wait, args.seconds, args.warmup)
             finally:
                 beating.stop()
         hub_share = 100 * hub_cpu / args.seconds
         local_share = 100 * local_cpu / args.seconds
-        print(f"idle fleet wait --hub ({args.hosts} hosts beating every {cfg.heartbeat:g}s): "
+        print(f"idle fleet wait --hub ({args.hosts} hosts beating every {heartbeat:g}s): "
               f"{hub_cpu:.2f}s CPU in {args.seconds:g}s = {hub_share:.2f}% of a core")
         print(f"idle local fleet wait, same journals: {local_cpu:.2f}s = {local_share:.2f}%; "
               f"hub / local = {hub_cpu / local_cpu if local_cpu else float('inf'):.1f}x")

@@ -25,6 +25,7 @@ from _common import pct, verdict
 from _hub import nats_server
 
 from fleet import Fleet, HookEvent
+from fleet._hub.config import HubConfig
 
 
 def prompt(fleet: Fleet) -> None:
@@ -59,6 +60,8 @@ def trials(host: Fleet, waiter: Fleet, n: int) -> list[float]:
         sent = stop(host)
         done.wait(10)
         thread.join()
+        if not woke or woke[0] - sent >= 10:
+            raise SystemExit("FAIL: the waiter was not woken within 10 s")
         out.append(woke[0] - sent)
     return out
 
@@ -75,22 +78,31 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fleet-bench-hub-"))
     host_home, coord_home = root / "host", root / "coordinator"
-    with nats_server() as url, Fleet(host_home) as host:
+    with nats_server(["laptop"]) as hub, Fleet(host_home) as host:
+        url = hub.url
         host.register("w", worktree="/tmp")
         ship = subprocess.Popen(
             [sys.executable, "-m", "fleet", "--home", str(host_home), "ship", "--nats", url,
-             "--host", "laptop"],
+             "--host", "laptop", "--nkey", hub.seed("host", "laptop")],
             stdout=subprocess.DEVNULL, env={**os.environ, "FLEET_HOME": str(host_home)},
         )
         try:
             with Fleet(host_home) as local:
                 l50, l99 = show("local: hook -> fleet wait", trials(host, local, args.trials))
-            with Fleet(coord_home, hub=url) as remote:
+            coordinator = hub.coordinator_env()
+            cfg = HubConfig(url=url, nkey=coordinator["FLEET_HUB_NKEY"],
+                            coordinator=coordinator["FLEET_COORDINATOR"])
+            with Fleet(coord_home, hub=cfg) as remote:
                 deadline = time.monotonic() + 30
-                while not remote.workers() and time.monotonic() < deadline:
+                while not remote.workers():
+                    if ship.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit(f"FAIL: fleet ship exited ({ship.poll()}) or shipped "
+                                         "nothing within 30 s")
                     time.sleep(0.05)
                 h50, h99 = show("hub: hook -> ship -> NATS -> wait",
                                 trials(host, remote, args.trials))
+            if ship.poll() is not None:
+                raise SystemExit(f"FAIL: fleet ship died during the trials ({ship.returncode})")
         finally:
             ship.terminate()
             ship.wait(20)

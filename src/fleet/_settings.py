@@ -61,7 +61,7 @@ PERMISSION_VALUES: Final[dict[str, tuple[str, ...]]] = {
 #: The subkeys of ``hub`` (see ``fleet ship --help``): text, except these.
 HUB_KEYS: Final = (
     "url", "user", "passwordFrom", "tokenFrom", "nkey", "creds", "tlsCa", "tlsCert", "tlsKey",
-    "host", "coordinator", "offlineAfter", "heartbeat", "view",
+    "host", "coordinator", "offlineAfter", "heartbeat", "view", "insecure", "trust",
 )
 _HUB_NUMBERS: Final = ("offlineAfter", "heartbeat")
 
@@ -223,9 +223,9 @@ def _check_permissions(value: Any) -> None:
 def _check_hub(sub: str, value: Any) -> None:
     if sub not in HUB_KEYS:
         raise _unknown("settings key", f"hub.{sub}", tuple(f"hub.{k}" for k in HUB_KEYS))
-    if sub == "view":
+    if sub in ("view", "insecure"):
         if not isinstance(value, bool):
-            raise SettingsError("hub.view must be true or false")
+            raise SettingsError(f"hub.{sub} must be true or false")
     elif sub in _HUB_NUMBERS:
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise SettingsError(f"hub.{sub} must be a number of seconds above 0")

@@ -62,7 +62,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_the_walk_covers_every_command() -> None:
     assert {path[0] for path, _ in EVERY} == set(COMMANDS)
-    assert {("hooks",), ("mcp",), ("superset",), ("workspace",)} == GROUPS
+    assert {("hooks",), ("hub",), ("mcp",), ("superset",), ("workspace",)} == GROUPS
     assert all(_subcommands(parser) for path, parser in EVERY if path in RUN_ALONE)
     assert len(EVERY) > len(COMMANDS)  # subcommands were found too
 

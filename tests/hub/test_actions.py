@@ -17,7 +17,7 @@ from fleet._cli import main
 from fleet._hub.actions import run_on_host
 from tests.conftest import Repo
 from tests.finish._helpers import commit, finished_worker
-from tests.hub.conftest import NatsServer, ThreadShipper, eventually
+from tests.hub.conftest import NatsServer, ThreadShipper, eventually, strip_warning
 
 pytestmark = pytest.mark.nats
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.nats
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, strip_warning(err)
 
 
 def _without_times(data: dict[str, object]) -> dict[str, object]:

@@ -1,19 +1,21 @@
 """The hub under trouble: three simulated hosts (separate FLEET_HOMEs, each with its own
 `fleet ship` process) keep journaling while the server is killed and restarted, a host is cut
-off the network and brought back, and shippers crash (SIGKILL) or stop and start again.
+off the network and brought back, and shippers crash (SIGKILL) or stop and start again, on a
+server set up by `fleet hub init` (each host with its own credentials and subjects).
 Afterwards the hub holds every line exactly once and every state is its host's."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fleet._clock import MockClock
 from fleet._hub.view import HubView
-from tests.hub.conftest import NatsServer, ProcessShipper, Proxy, eventually
+from tests.hub.conftest import ProcessShipper, Proxy, SecureHub, eventually
 from tests.hub.helpers import (
     Writers,
     audit_stream,
@@ -31,9 +33,23 @@ WORKERS = ("w1", "w2", "w3")
 LINES = 150
 
 
+@pytest.fixture
+def hub_server(tmp_path: Path) -> Iterator[SecureHub]:
+    """The server as `fleet hub init` sets it up: every host ships with its own nkey."""
+    root = tmp_path / "secure"
+    root.mkdir()
+    hub = SecureHub(root, HOSTS, ("c1",))
+    hub.server.start()
+    try:
+        yield hub
+    finally:
+        hub.server.stop()
+
+
 def test_kills_cuts_and_restarts_lose_and_double_nothing(
-    nats_server: NatsServer, tmp_path: Path
+    hub_server: SecureHub, tmp_path: Path
 ) -> None:
+    nats_server = hub_server.server
     rng = random.Random(20261201)
     t0 = time.time() - 7200
     homes = {host: tmp_path / host for host in HOSTS}
@@ -42,8 +58,9 @@ def test_kills_cuts_and_restarts_lose_and_double_nothing(
     }
     proxy = Proxy(nats_server.port).start()  # h3 reaches the server only through it
     urls = {"h1": nats_server.url, "h2": nats_server.url, "h3": proxy.url}
-    shippers = {h: ProcessShipper(urls[h], homes[h], h) for h in HOSTS}
-    cfg = nats_server.hub(heartbeat=0.3, offline_after=1.0)
+    shippers = {h: ProcessShipper(urls[h], homes[h], h, "--nkey", hub_server.seed("host", h))
+                for h in HOSTS}
+    cfg = hub_server.coordinator("c1", heartbeat=0.3, offline_after=1.0)
     for home in homes.values():
         (home / "workers").mkdir(parents=True)
     for s in shippers.values():
@@ -61,7 +78,10 @@ def test_kills_cuts_and_restarts_lose_and_double_nothing(
             shippers["h1"].kill()  # a shipper crashes...
             time.sleep(0.4)
             shippers["h1"].start()  # ...and starts again from its cursor
-            proxy.cut()  # h3 is cut off
+            # h3 is cut off once the hub has its workers (a loaded machine may take a while
+            # to start it): only then can they show offline.
+            eventually(lambda: any(s.host == "h3" for s in view.states()), 60)
+            proxy.cut()
             time.sleep(0.5)
             assert shippers["h2"].stop() == 0  # a clean stop and start
             shippers["h2"].start()
@@ -109,6 +129,7 @@ def test_kills_cuts_and_restarts_lose_and_double_nothing(
     print(f"reader: {live}")
     assert seen_offline, "h3's workers never showed offline while it was cut off"
     assert live["waiting"] == 0 and live["replaced"] == 0
+    assert live["foreign"] == 0 and live["conflicts"] == 0
     audit = audit_stream(cfg)
     doubled = {k: n for k, n in audit.items() if n != 1}
     assert len(audit) == len(HOSTS) * len(WORKERS) * LINES

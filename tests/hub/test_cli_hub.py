@@ -16,7 +16,14 @@ import pytest
 from fleet._cli import main
 from fleet._core.events import HookEvent
 from fleet._journal import append
-from tests.hub.conftest import ROOT, NatsServer, ProcessShipper, ThreadShipper, eventually
+from tests.hub.conftest import (
+    ROOT,
+    NatsServer,
+    ProcessShipper,
+    ThreadShipper,
+    eventually,
+    strip_warning,
+)
 from tests.hub.helpers import event_stream, journal_lines, write_journal
 
 pytestmark = pytest.mark.nats
@@ -28,7 +35,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     except SystemExit as exc:
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, strip_warning(err)
 
 
 def _fleet(*argv: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -43,7 +50,7 @@ def shipped(nats_server: NatsServer, home: Path) -> ThreadShipper:
     append(home, "w1", HookEvent(ts=time.time(), src="claude", hook="Stop",
                                  data={"last_assistant_message": "FLEET_WORKER_DONE: ok"}))
     shipper = ThreadShipper(nats_server.hub(heartbeat=0.2), home, "box").start()
-    eventually(lambda: shipper.shipper.shipped == 5)
+    eventually(lambda: shipper.shipped() == 5)
     yield shipper
     shipper.stop()
 
@@ -116,7 +123,7 @@ def test_fleet_ship_once_and_a_host_that_cannot_reach_the_hub_keeps_journaling(
     root.mkdir()
     server = NatsServer(root)  # not started yet: the hub is out of reach
     write_journal(home, "w1", event_stream("w1", random.Random(3), 3, time.time()))
-    shipper = ProcessShipper(server.url, home, "late").start()
+    shipper = ProcessShipper(server.url, home, "late", "--insecure").start()
     try:
         # Out of reach for real: the shipper said so before the server is there.
         eventually(lambda: '"event":"unreachable"' in shipper.log.read_text(), timeout=60)
@@ -124,7 +131,7 @@ def test_fleet_ship_once_and_a_host_that_cannot_reach_the_hub_keeps_journaling(
         assert shipper.proc is not None and shipper.proc.poll() is None  # still trying
         server.start()
         done = _fleet("ship", "--nats", server.url, "--host", "other", "--once", "--json",
-                      home=tmp_path / "empty")
+                      "--insecure", home=tmp_path / "empty")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout.splitlines()[-1])["event"] == "stopped"
         from fleet._hub.view import HubView
@@ -149,7 +156,8 @@ def test_a_second_shipper_of_the_same_home_and_host_is_refused(
                    and (home / "hub" / "ship-one.lock").read_text().strip().isdigit())
         again = _fleet("ship", "--nats", nats_server.url, "--host", "one", home=home)
         assert again.returncode == 4
-        assert again.stderr.startswith("fleet: another `fleet ship` already ships this home")
+        assert strip_warning(again.stderr).startswith(
+            "fleet: another `fleet ship` already ships this home")
     finally:
         first.stop()
 

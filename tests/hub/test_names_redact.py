@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from fleet._errors import InvalidMark, InvalidWorkerId, SettingsError
 from fleet._hub.config import HubConfig, resolve_hub
 from fleet._hub.names import (
+    coordinator_of_rpc,
     default_host_id,
     journal_subject,
     msg_id,
@@ -31,7 +32,8 @@ def test_every_worker_has_one_subject_of_three_tokens_and_back(host: str, worker
     parts = subject.split(".")
     assert len(parts) == 3 and all(parts) and parts[0] == "fleet"
     assert (untoken(parts[1]), untoken(parts[2])) == (host, worker)
-    assert len(rpc_subject(host).split(".")) == 4  # never captured by fleet.*.*
+    assert len(rpc_subject(host, worker).split(".")) == 4  # never captured by fleet.*.*
+    assert coordinator_of_rpc(rpc_subject(host, worker)) == worker
     assert split_worker(f"{host}/{worker}") == (host, worker)
 
 
@@ -129,6 +131,35 @@ def test_hub_configuration_comes_from_arguments_environment_and_settings(
         resolve_hub(None, environ={}, settings_path=Path(str(tmp_path)) / "none.json")
     settings.write_text(json.dumps({"hub": {"url": "x", "offlineAfter": -1}}))
     with pytest.raises(SettingsError, match="more than 0 seconds"):
+        resolve_hub(None, environ={}, settings_path=settings)
+
+
+def test_insecure_and_trust_come_from_arguments_environment_and_settings(
+    tmp_path: object,
+) -> None:
+    import json
+    from pathlib import Path
+
+    settings = Path(str(tmp_path)) / "fleet.json"
+    settings.write_text(json.dumps({"hub": {"url": "h", "trust": "lead, desk,lead"}}))
+    cfg = resolve_hub(None, environ={}, settings_path=settings)
+    assert (cfg.insecure, cfg.trust) == (False, ("lead", "desk"))
+    assert resolve_hub(None, trust=["x"], environ={}, settings_path=settings).trust == ("x",)
+    assert resolve_hub(None, environ={"FLEET_HUB_INSECURE": "1"}, settings_path=settings).insecure
+    assert not resolve_hub(None, environ={"FLEET_HUB_INSECURE": "0"},
+                           settings_path=settings).insecure
+    with pytest.raises(SettingsError, match="FLEET_HUB_INSECURE must be 1 or 0"):
+        resolve_hub(None, environ={"FLEET_HUB_INSECURE": "yes"}, settings_path=settings)
+    settings.write_text(json.dumps({"hub": {"url": "h", "insecure": True, "trust": ["a"]}}))
+    with pytest.raises(SettingsError, match=r"hub\.trust must be coordinator names"):
+        resolve_hub(None, environ={}, settings_path=settings)
+    settings.write_text(json.dumps({"hub": {"url": "h", "insecure": "true"}}))
+    with pytest.raises(SettingsError, match=r"hub\.insecure must be true or false"):
+        resolve_hub(None, environ={}, settings_path=settings)
+    settings.write_text(json.dumps({"hub": {"url": "h", "insecure": True}}))
+    assert resolve_hub(None, environ={}, settings_path=settings).insecure
+    settings.write_text(json.dumps({"hub": {"url": "h", "trust": "Bad Name"}}))
+    with pytest.raises(InvalidWorkerId, match="invalid host id"):
         resolve_hub(None, environ={}, settings_path=settings)
 
 

@@ -199,3 +199,38 @@ def test_a_server_that_lost_its_store_gets_every_line_again(
         eventually(lambda: sorted(k[3] for k in audit_stream(cfg)) == list(range(24)))
     finally:
         shipper.stop()
+
+
+def test_a_shipper_that_cannot_set_up_on_the_server_tries_again_instead_of_dying(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that answers but cannot set up the stream yet (here: JetStream not on) made
+    the shipper's thread end for good, and with it every later line."""
+    monkeypatch.setenv("FLEET_HUB_INSECURE", "1")
+    import subprocess
+
+    from tests.hub.conftest import wait_port
+
+    root = tmp_path / "nats"
+    root.mkdir()
+    server = NatsServer(root)
+    # Its port, first without -js: JetStream requests get no answer.
+    plain = subprocess.Popen([server.binary, "-a", "127.0.0.1", "-p", str(server.port)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    wait_port(server.port)
+    write_journal(home, "w1", event_stream("w1", random.Random(5), 3, time.time()))
+    shipper = ThreadShipper(server.hub(heartbeat=0.2), home, "h").start()
+    try:
+        eventually(lambda: any(e.get("event") == "retry" for e in shipper.events))
+        assert shipper.thread is not None and shipper.thread.is_alive()
+        plain.terminate()
+        plain.wait(10)
+        wait_port(server.port, up=False)
+        server.start()  # JetStream is there now
+        eventually(lambda: shipper.shipper.shipped == 3)
+    finally:
+        shipper.stop()
+        if plain.poll() is None:
+            plain.kill()
+            plain.wait(10)
+        server.stop()

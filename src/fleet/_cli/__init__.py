@@ -66,6 +66,7 @@ COMMANDS: dict[str, str] = {
     "completion": "fleet._cli.completion",
     "answer": "fleet._cli.answer",
     "notify": "fleet._cli.notify",
+    "hub": "fleet._cli.hub",
 }
 
 DESCRIPTION = """\

@@ -48,6 +48,17 @@ nkey, creds, tlsCa, tlsCert, tlsKey, host, heartbeat). Passwords and tokens are 
 the command line: name where they come from (env:NAME, command:CMD, keyring:SERVICE/USER).
 Runs until interrupted (SIGINT, SIGTERM); --once ships what is there and exits."""
 
+HUB_INIT_HELP = """\
+Write what a hub needs to let no one in but this fleet: a nats-server config (JetStream on,
+listening on 127.0.0.1:4222 unless --listen, TLS when --tls-cert and --tls-key are given, one
+account for the fleet) and one nkey seed file per host and per coordinator (mode 0600). The
+server lets each host publish only its own journal and heartbeat subjects and answer only its
+own requests, and each coordinator only ask for actions and write its own seen marks.
+
+Run it again, or `fleet hub add-host` / `add-coordinator`, to add identities: those already
+there keep their keys. Then start the server with `nats-server -c DIR/nats-server.conf`, copy
+each seed file to its machine, and run there the command printed for it."""
+
 HOSTS_HELP = """\
 List every host that ships to the hub: online or offline (and why: no heartbeat within
 --offline-after seconds, or its `fleet ship` stopped), its last heartbeat, how many workers
@@ -82,11 +93,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="let remote checks and retires run --cmd check commands on this host",
     )
+    p.add_argument(
+        "--coordinator",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a coordinator whose check, send and retire requests this host acts on "
+        "(repeatable; default: settings hub.trust)",
+    )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="ship to a server that lets anyone in, or lets this host publish for others",
+    )
     p.add_argument("--once", action="store_true", help="ship what is there now, then exit")
     add_json(p)
     add_examples(
         p,
-        "fleet ship --nats nats://hub.example:4222 --host laptop",
+        "fleet ship --nats nats://hub.example:4222 --host laptop --nkey laptop.nk "
+        "--coordinator desk",
         "fleet ship --nats tls://hub.example:4222 --user ci --password-from env:HUB_PASSWORD",
         "fleet ship --once --json              # the URL from FLEET_HUB or settings",
     )
@@ -102,6 +127,46 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_json(p)
     add_examples(p, "fleet hosts --hub nats://hub.example:4222", "fleet hosts --hub --json")
     p.set_defaults(run=cmd_hosts)
+
+    hub = sub.add_parser(
+        "hub", help="set up a hub that lets in only this fleet's hosts and coordinators",
+        description=HUB_INIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    hub_sub = hub.add_subparsers(dest="hub_command", metavar="COMMAND", required=True)
+    for verb, what in (("init", "write a server config and one credential per identity"),
+                       ("add-host", "add one host's credential (the others are kept)"),
+                       ("add-coordinator", "add one coordinator's credential")):
+        q = hub_sub.add_parser(verb, help=what, description=HUB_INIT_HELP,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        q.add_argument("dir", type=Path, metavar="DIR", help="where the config and seeds go")
+        if verb == "init":
+            q.add_argument("--host", action="append", default=[], metavar="NAME",
+                           help="a host that ships (repeatable)")
+            q.add_argument("--coordinator", action="append", default=[], metavar="NAME",
+                           help="a coordinator that reads the hub and acts (repeatable)")
+            q.add_argument("--listen", metavar="HOST:PORT",
+                           help="where the server listens (default 127.0.0.1:4222)")
+            q.add_argument("--tls-cert", metavar="FILE", help="the server's certificate")
+            q.add_argument("--tls-key", metavar="FILE", help="the server certificate's key")
+            q.add_argument("--tls-ca", metavar="FILE", help="CA that client certificates need")
+            q.add_argument("--store", metavar="DIR", help="JetStream's store (default DIR/store)")
+        else:
+            q.add_argument("name", metavar="NAME", help="its id")
+        add_json(q)
+        q.set_defaults(run=cmd_hub_init, hub_verb=verb)
+        add_examples(q, *{
+            "init": ("fleet hub init ~/fleet-hub --host laptop --host ci --coordinator desk",
+                     "fleet hub init ~/fleet-hub --host ci --listen 0.0.0.0:4222 "
+                     "--tls-cert hub.pem --tls-key hub.key"),
+            "add-host": ("fleet hub add-host ~/fleet-hub buildbox",),
+            "add-coordinator": ("fleet hub add-coordinator ~/fleet-hub night-shift --json",),
+        }[verb])
+    add_examples(
+        hub,
+        "fleet hub init ~/fleet-hub --host laptop --host ci --coordinator desk",
+        "nats-server -c ~/fleet-hub/nats-server.conf",
+        "fleet hub add-host ~/fleet-hub buildbox",
+    )
 
 
 def add_hub_args(p: argparse.ArgumentParser) -> None:
@@ -124,6 +189,11 @@ def add_hub_args(p: argparse.ArgumentParser) -> None:
         type=seconds,
         metavar="S",
         help="a host with no heartbeat for S seconds is offline (default 30)",
+    )
+    g.add_argument(
+        "--insecure",
+        action="store_true",
+        help="read a hub whose server lets anyone in, or lets this coordinator publish for others",
     )
 
 
@@ -154,11 +224,23 @@ def hub_of(args: argparse.Namespace) -> HubConfig | None:
         except SettingsError:
             return None
         hub = True
-    return resolve_hub(
+    return warn_insecure(resolve_hub(
         None if hub is True else hub,
         coordinator=args.coordinator,
         offline_after=args.offline_after,
-    )
+        insecure=getattr(args, "insecure", False),
+    ))
+
+
+def warn_insecure(cfg: HubConfig) -> HubConfig:
+    """Say on stderr, every time, that the hub is used without its door checked."""
+    if cfg.insecure:
+        sys.stderr.write(
+            f"fleet: warning: the hub at {cfg.display()} is used insecurely: whoever reaches it "
+            "may be let in to speak for a host or make one act (see `fleet hub init`)\n"
+        )
+        sys.stderr.flush()
+    return cfg
 
 
 def open_view(args: argparse.Namespace, cfg: HubConfig, **kwargs: Any) -> HubView:
@@ -190,6 +272,8 @@ def _ship_config(args: argparse.Namespace) -> HubConfig:
         host=args.host,
         heartbeat=args.heartbeat,
         option="--nats URL",
+        insecure=args.insecure,
+        trust=args.coordinator,
     )
 
 
@@ -201,6 +285,9 @@ def _ship_printer(as_json: bool) -> Any:
         kind = event.get("event")
         if kind == "connected":
             text = f"connected to {event['hub']} as host {event['host']}"
+            if event.get("trusts") == []:
+                text += (" (it acts on no coordinator's requests: name those it trusts with "
+                         "--coordinator NAME, or settings hub.trust)")
         elif kind in ("journal-replaced", "journal-shortened", "journal-rewritten"):
             what = str(kind).removeprefix("journal-")
             text = (f"the journal of {event['worker']} was {what}: shipping it again from its "
@@ -209,7 +296,10 @@ def _ship_printer(as_json: bool) -> Any:
             text = (f"{event['worker']}: the hub does not hold every line sent; sending again "
                     f"from line {event['to']}")
         elif kind == "action":
-            text = f"ran {event['verb']} {event['worker']} for the hub: exit {event['exit']}"
+            text = (f"ran {event['verb']} {event['worker']} for {event.get('by')}: "
+                    f"exit {event['exit']}")
+        elif kind == "refused":
+            text = f"refused a request: {event['why']}"
         elif kind in ("unreachable", "retry"):
             text = f"hub out of reach ({event.get('error')}); journaling goes on, retrying"
         else:
@@ -225,7 +315,7 @@ def cmd_ship(args: argparse.Namespace) -> int:
     from fleet._hub import client as hc
     from fleet._hub.ship import ShipLock, Shipper
 
-    cfg = _ship_config(args)
+    cfg = warn_insecure(_ship_config(args))
     # A name that does not resolve is said before anything is written in FLEET_HOME.
     asyncio.run(hc.resolve_some(cfg))
     home = resolve_home(args.home)
@@ -269,8 +359,9 @@ def cmd_ship(args: argparse.Namespace) -> int:
 def cmd_hosts(args: argparse.Namespace) -> int:
     from fleet._hub.config import resolve_hub
 
-    cfg = hub_of(args) or resolve_hub(None, coordinator=args.coordinator,
-                                      offline_after=args.offline_after)
+    cfg = hub_of(args) or warn_insecure(resolve_hub(
+        None, coordinator=args.coordinator, offline_after=args.offline_after,
+        insecure=args.insecure))
     with open_view(args, cfg, use_cache=True) as view:
         hosts = view.hosts()
     if args.json:
@@ -288,6 +379,49 @@ def cmd_hosts(args: argparse.Namespace) -> int:
     print(table(rows, ["host", "state", "reason", "heartbeat", "workers", "actions"]))
     offline = sum(h.state == "offline" for h in hosts)
     print(f"\n{plural(len(hosts), 'host')}, {offline} offline")
+    for h in hosts:
+        if h.ignored or h.conflicts:
+            print(f"{h.host}: {h.ignored} messages ignored (not shipped by {h.host}), "
+                  f"{h.conflicts} lines came again with other content; first: {h.first_ignored}")
+    return Exit.OK
+
+
+# -- hub init ----------------------------------------------------------------------------
+
+
+def cmd_hub_init(args: argparse.Namespace) -> int:
+    from fleet._hub.secure import init_hub
+
+    verb = args.hub_verb
+    done = init_hub(
+        args.dir,
+        hosts=args.host if verb == "init" else [args.name] if verb == "add-host" else [],
+        coordinators=(args.coordinator if verb == "init"
+                      else [args.name] if verb == "add-coordinator" else []),
+        listen=getattr(args, "listen", None),
+        tls_cert=getattr(args, "tls_cert", None),
+        tls_key=getattr(args, "tls_key", None),
+        tls_ca=getattr(args, "tls_ca", None),
+        store=getattr(args, "store", None),
+    )
+    trust = [c.name for c in done.coordinators]
+    if args.json:
+        print_json({
+            "config": str(done.config), "url": done.url, "added": list(done.added),
+            "hosts": {i.name: str(i.seed_file) for i in done.hosts},
+            "coordinators": {i.name: str(i.seed_file) for i in done.coordinators},
+        })
+        return Exit.OK
+    print(f"wrote {done.config}" + (f" (added {', '.join(done.added)})" if done.added else ""))
+    print(f"\nstart the server:\n  nats-server -c {done.config}\n")
+    for i in done.hosts:
+        coords = " ".join(f"--coordinator {c}" for c in trust)
+        print(f"on host {i.name}:\n  fleet ship --nats {done.url} --host {i.name} "
+              f"--nkey {i.seed_file} {coords}".rstrip())
+    for i in done.coordinators:
+        print(f"on coordinator {i.name}:\n  FLEET_HUB={done.url} FLEET_HUB_NKEY={i.seed_file} "
+              f"FLEET_COORDINATOR={i.name} fleet status --hub")
+    print("\ncopy each seed file to its machine only (it is that identity's secret)")
     return Exit.OK
 
 

@@ -37,6 +37,14 @@ MAX_TEXT: Final = 256 * 1024
 #: The most output a reply carries (NATS messages are bounded, 1 MiB by default).
 MAX_OUTPUT: Final = 768 * 1024
 DEFAULT_CMD_TIMEOUT: Final = 900.0
+#: The inbox holds the follow-ups delivered through the hub (an agent in a terminal app is
+#: pointed at the file and reads it when it comes to it): at most this many files and bytes;
+#: one older than INBOX_KEEP seconds is removed to make room, and a refused one at once.
+MAX_INBOX_FILES: Final = 64
+MAX_INBOX_BYTES: Final = 16 * 1024 * 1024
+INBOX_KEEP: Final = 24 * 3600.0
+#: Lines of ``hub/actions.jsonl`` kept: who asked for what, and what came of it.
+MAX_AUDIT: Final = 10_000
 #: Exit codes, as the CLI's (fleet._cli._common.Exit), without importing the CLI.
 ERROR, USAGE, REFUSED = 1, 2, 4
 
@@ -76,7 +84,7 @@ def budget(req: dict[str, Any]) -> float:
     return 120.0 + per * len(cmds)
 
 
-def _refuse(verb: str, worker: Any, code: int, text: str, host: str) -> dict[str, Any]:
+def refuse(verb: str, worker: Any, code: int, text: str, host: str) -> dict[str, Any]:
     return {"v": 1, "host": host, "verb": verb, "worker": worker, "exit": code, "stdout": "",
             "stderr": f"fleet: {text}\n"}
 
@@ -146,8 +154,24 @@ def _argv(req: dict[str, Any], home: Path, allow_commands: bool) -> list[str]:
 
 
 def _inbox_file(home: Path, worker: str, text: str) -> Path:
-    """A follow-up received from the hub, kept as a file the adapter reads (0600)."""
+    """A follow-up received from the hub, as the file ``fleet send`` reads (0600). Refused
+    (OSError) when the inbox already holds its bound of files or bytes."""
     inbox = ensure_dir(ensure_dir(ship_dir(home)) / "inbox")
+    now = time.time()
+    held: list[Path] = []
+    size = 0
+    for path in inbox.iterdir():
+        try:
+            st = path.lstat()
+            if now - st.st_mtime > INBOX_KEEP:
+                path.unlink()
+                continue
+        except OSError:
+            continue
+        held.append(path)
+        size += st.st_size
+    if len(held) >= MAX_INBOX_FILES or size + len(text.encode()) > MAX_INBOX_BYTES:
+        raise OSError(f"its inbox is full ({len(held)} follow-ups waiting)")
     name = f"{worker}-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}.md"
     path = inbox / name
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
@@ -172,7 +196,7 @@ async def run_on_host(
         if not isinstance(req, dict):
             raise ValueError("not an object")
     except (orjson.JSONDecodeError, ValueError):
-        return _refuse("?", None, USAGE, "a malformed request reached the host", host)
+        return refuse("?", None, USAGE, "a malformed request reached the host", host)
     verb = str(req.get("verb"))
     raw = req.get("args")
     args: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -180,23 +204,31 @@ async def run_on_host(
     try:
         argv = _argv(req, home, allow_commands)
     except PermissionError as exc:
-        return _refuse(verb, worker, REFUSED, f"host {host}: {exc}", host)
+        return refuse(verb, worker, REFUSED, f"host {host}: {exc}", host)
     except (ValueError, KeyError, OSError) as exc:
-        return _refuse(verb, worker, USAGE, f"host {host} refused the request: {exc}", host)
+        return refuse(verb, worker, USAGE, f"host {host} refused the request: {exc}", host)
     command = [*(fleet_argv or [sys.executable, "-m", "fleet"]), "--home", str(home), *argv]
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    inbox = Path(argv[-2] if argv[-1] == "--json" else argv[-1]) if verb == "send" else None
+    proc = None
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), budget(req))
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
-        return _refuse(verb, worker, ERROR, f"host {host}: {verb} took too long", host)
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), budget(req))
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            return refuse(verb, worker, ERROR, f"host {host}: {verb} took too long", host)
+    finally:
+        if inbox is not None and (proc is None or proc.returncode != 0):
+            # A follow-up that was not sent is not kept.
+            with contextlib.suppress(OSError):
+                inbox.unlink()
     return {
         "v": 1,
         "host": host,
@@ -206,6 +238,23 @@ async def run_on_host(
         "stdout": _cut(out.decode("utf-8", "replace")),
         "stderr": _cut(err.decode("utf-8", "replace")),
     }
+
+
+def record_action(home: Path, host: str, by: str, reply: dict[str, Any]) -> None:
+    """Append who asked for what, and its exit code, to ``hub/actions.jsonl`` (bounded)."""
+    path = ensure_dir(ship_dir(home)) / "actions.jsonl"
+    line = orjson.dumps({"ts": time.time(), "host": host, "by": by, "verb": reply.get("verb"),
+                         "worker": reply.get("worker"), "exit": reply.get("exit")}) + b"\n"
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        with os.fdopen(fd, "ab") as f:
+            f.write(line)
+            big = f.tell() > MAX_AUDIT * 200
+        if big:
+            kept = path.read_bytes().splitlines(keepends=True)[-MAX_AUDIT // 2:]
+            from fleet._files import atomic_write
+
+            atomic_write(path, b"".join(kept), FILE_MODE, fsync=False)
 
 
 def result_of(host: str, verb: str, data: bytes) -> RemoteResult:

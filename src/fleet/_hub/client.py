@@ -16,10 +16,11 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, TypeVar
 
-from fleet._errors import FleetError, ToolError
+from fleet._errors import FleetError, Refused, ToolError
 from fleet._hub.config import HubConfig
 from fleet._hub.names import HOSTS_BUCKET, SEEN_BUCKET, STREAM, journal_filter
 from fleet._hub.redact import MAX_LINE
+from fleet._hub.secure import PROBE_SUBJECT, inbox_prefix
 
 try:
     import nats
@@ -43,9 +44,13 @@ DUPLICATE_WINDOW: Final = 3600.0
 CONSUMER_HEARTBEAT: Final = 2.0
 CONNECT_TIMEOUT: Final = 2.0
 REQUEST_TIMEOUT: Final = 5.0
+#: How long the server's refusal of the probe's publish is waited for (on a loaded loopback
+#: server it comes within milliseconds).
+PROBE_WAIT: Final = 1.5
 
 __all__ = [
     "NATS",
+    "HubOpen",
     "HubUnreachable",
     "JetStreamContext",
     "Msg",
@@ -62,10 +67,18 @@ __all__ = [
 class HubUnreachable(ToolError):
     """The hub's server could not be reached (or refused the connection)."""
 
-    def __init__(self, message: str, *, lasting: bool = False) -> None:
+    def __init__(self, message: str, *, lasting: bool = False, nobody: bool = False) -> None:
         super().__init__(message)
         #: trying again cannot help: the name does not resolve, or the server refused the login
         self.lasting = lasting
+        #: nothing listens at any server's address (the connection was refused): a command
+        #: says so at once; a daemon waits for the server to come
+        self.nobody = nobody
+
+
+class HubOpen(Refused):
+    """The hub lets in a client with no credentials, or lets this identity publish outside its
+    own subjects: anyone could speak for a host or make one act."""
 
 
 class Runtime:
@@ -120,12 +133,14 @@ async def connect(
     cfg: HubConfig,
     *,
     name: str,
+    role: str = "coordinator",
     retry: bool = True,
     on_reconnect: Callable[[], Awaitable[None]] | None = None,
     on_disconnect: Callable[[], Awaitable[None]] | None = None,
 ) -> NATS:
-    """Connect to the hub. ``retry``: keep reconnecting for ever once connected (the first
-    connection is the caller's to retry). Raises HubUnreachable when the first attempt fails."""
+    """Connect to the hub as a ``role`` ("host" or "coordinator"). ``retry``: keep reconnecting
+    for ever once connected (the first connection is the caller's to retry). Raises
+    HubUnreachable when the first attempt fails, HubOpen when the server is an open door."""
     errors: list[str] = []
 
     async def error_cb(exc: Exception) -> None:
@@ -141,8 +156,12 @@ async def connect(
             await on_disconnect()
 
     await resolve_some(cfg)
+    await listening_some(cfg)
+    identity = cfg.host_id() if role == "host" else cfg.coordinator
+    nc = NATS()
     try:
-        nc = await nats.connect(
+        # The client's own annotations say int for what it takes as seconds of any kind.
+        options: dict[str, Any] = dict(
             servers=cfg.servers(),
             name=name,
             allow_reconnect=True,
@@ -156,20 +175,120 @@ async def connect(
             error_cb=error_cb,
             reconnected_cb=reconnected_cb,
             disconnected_cb=disconnected_cb,
+            inbox_prefix=inbox_prefix(role, identity),
             **cfg.connect_options(),
         )
+        await nc.connect(**options)
+    except asyncio.CancelledError:
+        _close_sockets(nc)  # given up on by the caller's deadline: nothing left open
+        raise
     except (TimeoutError, OSError, nats.errors.Error) as exc:
+        await _drop_client(nc)  # the client leaves a refused connection's socket open
         # The server's own refusal says more than the reset of the socket that followed it.
         telling = [e for e in errors if "uthoriz" in e or "ermission" in e or "SSL" in e]
         unresolved = [e for e in errors if e.startswith("gaierror")]
         why = (telling or errors or [f"{type(exc).__name__}: {exc}".strip(": ")])[-1]
         lasting = bool(telling) or (bool(unresolved) and len(unresolved) == len(errors))
+        refused = [e for e in errors if "ConnectionRefused" in e or "Connect call failed" in e]
+        nobody = bool(errors) and len(refused) == len(errors)
+        if nobody:
+            why = "nothing listens there (connection refused)"
         raise HubUnreachable(
-            f"cannot reach the hub at {cfg.display()}: {why}", lasting=lasting
+            f"cannot reach the hub at {cfg.display()}: {why}", lasting=lasting, nobody=nobody
         ) from None
+    if not cfg.insecure:
+        try:
+            await probe(cfg, nc, errors, role, identity)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(nc.close(), 2)
+            if isinstance(exc, HubOpen) or not isinstance(
+                exc, (TimeoutError, OSError, nats.errors.Error)
+            ):
+                raise
+            # The connection went while it was checked: as any other failed attempt.
+            raise HubUnreachable(
+                f"cannot reach the hub at {cfg.display()}: {fatal(exc)}"
+            ) from None
     nc.options["max_reconnect_attempts"] = -1 if retry else 0
     nc.options["allow_reconnect"] = retry
     return nc
+
+
+async def probe(cfg: HubConfig, nc: NATS, errors: list[str], role: str, identity: str) -> None:
+    """HubOpen unless the server refuses a client with no credentials and refuses this
+    identity a publish outside its subjects (to a subject no identity may use)."""
+    bare = {k: v for k, v in cfg.connect_options().items()
+            if k not in ("user", "password", "token", "nkeys_seed", "user_credentials")}
+    anonymous = NATS()
+    let_in = False
+    try:
+        await asyncio.wait_for(
+            anonymous.connect(
+                servers=[str(nc.connected_url.geturl())] if nc.connected_url else cfg.servers(),
+                name="fleet probe", allow_reconnect=False, max_reconnect_attempts=0,
+                connect_timeout=int(CONNECT_TIMEOUT), error_cb=_ignore, **bare),
+            CONNECT_TIMEOUT * 2,
+        )
+        let_in = anonymous.is_connected
+    except Exception:
+        pass
+    finally:
+        await _drop_client(anonymous)
+    if let_in:
+        raise HubOpen(
+            f"the hub at {cfg.display()} lets in a client with no credentials: anyone who "
+            "reaches it could speak for a host or make one act; set it up with "
+            "`fleet hub init`, or pass --insecure to use it anyway"
+        )
+    # Its own inbox: the answer to a request every identity may make comes back there, and
+    # does not when the credentials are another identity's (the server refuses the inbox).
+    try:
+        await nc.request(f"$JS.API.STREAM.INFO.{STREAM}", b"", timeout=CONNECT_TIMEOUT)
+    except nats.errors.NoRespondersError:
+        pass  # a server without JetStream: said plainly by the first stream command
+    except TimeoutError:
+        raise HubOpen(
+            f"the hub at {cfg.display()} does not let {role} {identity} use its own subjects: "
+            f"the credentials given are not {identity}'s (see `fleet hub init`)"
+        ) from None
+    # The server says a publish was refused after the fact (not always before the answer to
+    # a ping sent after it): wait for its word, which a server that lets it through never sends.
+    errors.clear()
+    await nc.publish(PROBE_SUBJECT, b"")
+    await nc.flush(int(CONNECT_TIMEOUT))
+    deadline = time.monotonic() + PROBE_WAIT
+    while not any("ermission" in e and PROBE_SUBJECT.lower() in e.lower() for e in errors):
+        if time.monotonic() >= deadline:
+            raise HubOpen(
+                f"the hub at {cfg.display()} lets {role} {identity} publish outside its own "
+                "subjects: it could speak for other hosts; give it the credentials `fleet hub "
+                "init` wrote for it, or pass --insecure to use it anyway"
+            )
+        await asyncio.sleep(0.005)
+    errors.clear()
+
+
+async def _ignore(_: Exception) -> None:
+    return None
+
+
+async def _drop_client(client: NATS) -> None:
+    """Close a client, also one whose connection was refused (the client leaves that socket
+    open)."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.close(), 2)
+    _close_sockets(client)
+
+
+def _close_sockets(client: NATS) -> None:
+    transport = getattr(client, "_transport", None)
+    # Over TLS the plain socket under the TLS stream is a writer of its own.
+    for name in ("_io_writer", "_bare_io_writer"):
+        writer = getattr(transport, name, None)
+        with contextlib.suppress(Exception):
+            if writer is not None:
+                writer.close()
 
 
 async def resolve_some(cfg: HubConfig) -> None:
@@ -195,11 +314,37 @@ async def resolve_some(cfg: HubConfig) -> None:
     )
 
 
+async def listening_some(cfg: HubConfig) -> None:
+    """HubUnreachable (nobody) when every server refuses the connection: the client would wait
+    and try each again, and a port nobody listens on is said at once."""
+    refused: list[str] = []
+    for server in cfg.servers():
+        parsed = urllib.parse.urlsplit(server)
+        try:
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection(parsed.hostname, parsed.port or 4222), CONNECT_TIMEOUT
+            )
+        except ConnectionRefusedError:
+            refused.append(f"{parsed.hostname}:{parsed.port or 4222}")
+            continue
+        except (OSError, TimeoutError):
+            return  # the client's own attempts say what it is
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+        return
+    raise HubUnreachable(
+        f"cannot reach the hub at {cfg.display()}: nothing listens there (connection refused)",
+        nobody=True,
+    )
+
+
 async def connect_once(
     cfg: HubConfig,
     *,
     name: str,
     timeout: float,
+    role: str = "coordinator",
     on_reconnect: Callable[[], Awaitable[None]] | None = None,
 ) -> NATS:
     """The first connection, tried for up to ``timeout`` seconds (then HubUnreachable)."""
@@ -208,11 +353,12 @@ async def connect_once(
     while True:
         try:
             return await asyncio.wait_for(
-                connect(cfg, name=name, on_reconnect=on_reconnect), CONNECT_TIMEOUT * 2
+                connect(cfg, name=name, role=role, on_reconnect=on_reconnect),
+                CONNECT_TIMEOUT * 2,
             )
         except (TimeoutError, HubUnreachable) as exc:
             left = deadline - time.monotonic()
-            if left <= 0 or getattr(exc, "lasting", False):
+            if left <= 0 or getattr(exc, "lasting", False) or getattr(exc, "nobody", False):
                 if isinstance(exc, HubUnreachable):
                     raise
                 raise HubUnreachable(f"cannot reach the hub at {cfg.display()}") from None

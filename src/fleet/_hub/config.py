@@ -6,7 +6,13 @@ Each value comes from, in order: the command line (or the Python argument), the 
 ``FLEET_HUB_TLS_KEY``, ``FLEET_HOST``, ``FLEET_COORDINATOR``), then the ``hub`` object of the
 settings file (``url``, ``user``, ``passwordFrom``, ``tokenFrom``, ``nkey``, ``creds``,
 ``tlsCa``, ``tlsCert``, ``tlsKey``, ``host``, ``coordinator``, ``offlineAfter``,
-``heartbeat``, ``view``). A password or token is never taken from the command line: name
+``heartbeat``, ``view``, ``insecure``, ``trust``).
+
+A hub is used only when it lets no unauthenticated client in and this identity cannot publish
+outside its own subjects (checked at every connection, see :mod:`fleet._hub.client`), unless
+``insecure`` (``--insecure``, ``FLEET_HUB_INSECURE=1`` or the setting ``insecure: true``).
+
+A password or token is never taken from the command line: name
 where it comes from (``env:NAME``, ``command:CMD``, ``keyring:SERVICE/USER``), as for API keys.
 """
 
@@ -18,7 +24,7 @@ import re
 import socket
 import ssl
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -109,6 +115,10 @@ class HubConfig:
     offline_after: float = DEFAULT_OFFLINE_AFTER
     #: how often ``fleet ship`` says it is alive
     heartbeat: float = DEFAULT_HEARTBEAT
+    #: use a server that lets anyone in (or lets this identity speak for others)
+    insecure: bool = False
+    #: the coordinators whose requests ``fleet ship`` acts on
+    trust: tuple[str, ...] = ()
 
     def servers(self) -> list[str]:
         out = []
@@ -208,6 +218,8 @@ def resolve_hub(
     coordinator: str | None = None,
     offline_after: float | None = None,
     heartbeat: float | None = None,
+    insecure: bool | None = None,
+    trust: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
     settings_path: str | os.PathLike[str] | None = None,
     option: str = "--hub URL",
@@ -232,6 +244,8 @@ def resolve_hub(
     who = pick(coordinator, "FLEET_COORDINATOR", "coordinator") or DEFAULT_COORDINATOR
     this_host = pick(host, "FLEET_HOST", "host")
     return HubConfig(
+        insecure=_insecure(insecure, env.get("FLEET_HUB_INSECURE"), cfg.get("insecure")),
+        trust=_trust(trust, cfg.get("trust")),
         url=check_servers(chosen),
         user=pick(user, "FLEET_HUB_USER", "user"),
         password=_secret(password_from, env.get("FLEET_HUB_PASSWORD"), cfg.get("passwordFrom"),
@@ -253,6 +267,30 @@ def resolve_hub(
             DEFAULT_HEARTBEAT,
         ),
     )
+
+
+def _insecure(arg: bool | None, env_value: str | None, setting: Any) -> bool:
+    if arg:
+        return True
+    if env_value not in (None, ""):
+        if env_value not in ("0", "1"):
+            raise SettingsError(f"FLEET_HUB_INSECURE must be 1 or 0, not {env_value!r}")
+        return env_value == "1"
+    if setting not in (None, False, True):
+        raise SettingsError("settings hub.insecure must be true or false")
+    return setting is True
+
+
+def _trust(arg: Sequence[str] | None, setting: Any) -> tuple[str, ...]:
+    if arg:
+        names = list(arg)
+    elif setting is None or setting == "":
+        return ()
+    elif isinstance(setting, str):
+        names = [n.strip() for n in setting.split(",") if n.strip()]
+    else:
+        raise SettingsError("settings hub.trust must be coordinator names, comma-separated")
+    return tuple(dict.fromkeys(validate_host_id(n) for n in names))
 
 
 def view_by_default(settings_path: str | os.PathLike[str] | None = None) -> bool:

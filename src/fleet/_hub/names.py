@@ -145,10 +145,20 @@ def journal_filter(prefix: str = PREFIX) -> str:
     return f"{prefix}.*.*"
 
 
-def rpc_subject(host: str, prefix: str = PREFIX) -> str:
-    """Where a host's ``fleet ship`` answers remote actions. Four tokens, so the journal
-    stream (``fleet.*.*``) never captures a request."""
-    return f"{prefix}.rpc.{token(host)}.act"
+def rpc_subject(host: str, coordinator: str, prefix: str = PREFIX) -> str:
+    """Where ``coordinator`` asks ``host``'s ``fleet ship`` for a remote action. Four tokens,
+    so the journal stream (``fleet.*.*``) never captures a request; the last names who asks,
+    and the server lets each coordinator publish only under its own name."""
+    return f"{prefix}.rpc.{token(host)}.{token(coordinator)}"
+
+
+def rpc_filter(host: str, prefix: str = PREFIX) -> str:
+    return f"{prefix}.rpc.{token(host)}.*"
+
+
+def coordinator_of_rpc(subject: str) -> str | None:
+    parts = subject.split(".")
+    return untoken(parts[3]) if len(parts) == 4 and parts[3] else None
 
 
 def msg_id(host: str, worker: str, gen: int, offset: int) -> str:

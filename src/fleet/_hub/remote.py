@@ -56,6 +56,11 @@ class HostInfo:
     workers: int
     shipped: int | None = None
     actions: bool | None = None
+    #: messages on this host's subjects that it did not ship (ignored), and lines that came
+    #: again with other content (the first kept); the first of them, said in words
+    ignored: int = 0
+    conflicts: int = 0
+    first_ignored: str | None = None
 
 
 @attrs.define
@@ -68,20 +73,31 @@ class _Beat:
 
 
 class _Remote:
-    __slots__ = ("acc", "dups", "early", "gen", "host", "lines", "next_seq", "worker")
+    __slots__ = ("acc", "conflicts", "digests", "dups", "early", "gen", "host", "lines",
+                 "next_seq", "worker")
 
     def __init__(self, host: str, worker: str, keep_lines: bool) -> None:
         self.host, self.worker = host, worker
         self.acc = Accumulator()
         self.gen = 0
         self.next_seq = 0
-        self.early: dict[int, bytes] = {}
+        #: lines that came before one they follow: seq -> (line, digest)
+        self.early: dict[int, tuple[bytes, bytes]] = {}
         self.lines: list[bytes] | None = [] if keep_lines else None
         self.dups = 0
+        self.conflicts = 0
+        #: the digest of every line folded, 8 bytes each, in seq order
+        self.digests = bytearray()
+
+    def digest(self, seq: int) -> bytes | None:
+        """The digest of folded line ``seq`` (None when it is not known: a cache of old)."""
+        piece = bytes(self.digests[seq * 8:(seq + 1) * 8])
+        return piece if len(piece) == 8 else None
 
     def restart(self, gen: int) -> None:
         self.acc = Accumulator()
         self.gen, self.next_seq = gen, 0
+        self.digests = bytearray()
         self.early.clear()
         if self.lines is not None:
             self.lines = []

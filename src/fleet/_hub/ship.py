@@ -35,24 +35,28 @@ from typing import Any, Final
 
 import orjson
 
+from fleet._core.ids import is_worker_id
 from fleet._errors import Refused
 from fleet._home import ensure_dir, journal_path, workers_dir
 from fleet._hub import client as hc
+from fleet._hub.actions import record_action
 from fleet._hub.config import HubConfig
 from fleet._hub.cursor import Cursor, CursorStore, line_hash, ship_dir
 from fleet._hub.names import (
     HOSTS_BUCKET,
     STREAM,
+    coordinator_of_rpc,
     journal_subject,
     line_header,
     msg_id,
     parse_line_header,
     reset_msg_id,
-    rpc_subject,
+    rpc_filter,
     token,
     validate_host_id,
 )
 from fleet._hub.redact import redact_line
+from fleet._hub.secure import inbox_prefix
 from fleet._journal import list_workers
 
 #: Lines published before their acknowledgements are awaited.
@@ -176,6 +180,8 @@ class Shipper:
         self.shipped = 0
         self.resets = 0
         self.resyncs = 0
+        #: requests not acted on: an untrusted coordinator, or not a coordinator's own
+        self.refused = 0
         self.connected = False
         self.started = time.time()
         self._dirty: set[str] = set()
@@ -230,6 +236,7 @@ class Shipper:
                     nc = await hc.connect(
                         self.cfg,
                         name=f"fleet ship {self.host}",
+                        role="host",
                         on_reconnect=self._on_reconnect,
                         on_disconnect=self._on_disconnect,
                     )
@@ -242,15 +249,24 @@ class Shipper:
                     await self._pause(stop, delay)
                     delay = min(delay * 2, 5.0) * (0.8 + 0.4 * random.random())
                     continue
-                delay = 0.2
                 ever_connected = True
                 self._nc = nc
                 try:
                     await self._connected(nc, stop, once)
+                except (TimeoutError, hc.nats.errors.Error, OSError) as exc:
+                    # Setting up on a server that is not ready (JetStream still starting, or
+                    # too slow to answer): a daemon tries again, as when it is out of reach.
+                    if once:
+                        raise
+                    self.emit({"event": "retry", "error": hc.fatal(exc)})
+                    await self._pause(stop, delay)
+                    delay = min(delay * 2, 5.0) * (0.8 + 0.4 * random.random())
+                    continue
                 finally:
                     self._nc = None
                     self.connected = False
                     await self._goodbye(nc)
+                delay = 0.2
                 if once:
                     return
         finally:
@@ -285,11 +301,13 @@ class Shipper:
         await hc.ensure_stream(js)
         await hc.ensure_buckets(js)
         if self.actions and not once:
-            await nc.subscribe(rpc_subject(self.host), cb=self._on_request)
+            await nc.subscribe(rpc_filter(self.host), cb=self._on_request)
         self.connected = True
         self._need_resync = True
         self._next_beat = 0.0
-        self.emit({"event": "connected", "hub": self.cfg.display(), "host": self.host})
+        trusts = None if self.cfg.insecure or not self.actions else list(self.cfg.trust)
+        self.emit({"event": "connected", "hub": self.cfg.display(), "host": self.host,
+                   "trusts": trusts})
         assert self._wake is not None
         failures = 0
         while not stop.is_set() and not nc.is_closed:
@@ -598,16 +616,40 @@ class Shipper:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _asker(self, msg: hc.Msg) -> tuple[str | None, str | None]:
+        """Who asks (the coordinator the subject names: the server lets each publish only under
+        its own name), or why the request is not acted on."""
+        who = coordinator_of_rpc(msg.subject)
+        if who is None or not is_worker_id(who):
+            return None, "a request on a subject fleet does not use"
+        if not self.cfg.insecure and not (msg.reply or "").startswith(
+            inbox_prefix("coordinator", who) + "."
+        ):
+            # Not a coordinator's own request: a message a JetStream consumer delivered here.
+            return who, f"a request said to be from {who} that {who} did not send"
+        if self.cfg.trust and who not in self.cfg.trust:
+            return who, f"coordinator {who} is not one this host trusts (fleet ship --coordinator)"
+        if not self.cfg.trust and not self.cfg.insecure:
+            return who, "this host trusts no coordinator (fleet ship --coordinator NAME)"
+        return who, None
+
     async def _answer(self, msg: hc.Msg) -> None:
-        from fleet._hub.actions import run_on_host
+        from fleet._hub.actions import REFUSED, refuse, run_on_host
 
         assert self._acting is not None
-        async with self._acting:
-            reply = await run_on_host(
-                self.home, self.host, msg.data, allow_commands=self.allow_commands
-            )
-        self.emit({"event": "action", "verb": reply.get("verb"), "worker": reply.get("worker"),
-                   "exit": reply.get("exit")})
-        if msg.reply:
+        who, why = self._asker(msg)
+        if why is not None:
+            self.refused += 1
+            self.emit({"event": "refused", "by": who, "why": why})
+            reply = refuse("?", None, REFUSED, f"host {self.host} refused: {why}", self.host)
+        else:
+            async with self._acting:
+                reply = await run_on_host(
+                    self.home, self.host, msg.data, allow_commands=self.allow_commands
+                )
+            self.emit({"event": "action", "verb": reply.get("verb"),
+                       "worker": reply.get("worker"), "exit": reply.get("exit"), "by": who})
+            record_action(self.home, self.host, who or "?", reply)
+        if msg.reply and not msg.reply.startswith("$JS."):
             with contextlib.suppress(Exception):
                 await msg.respond(orjson.dumps(reply))

@@ -52,10 +52,12 @@ from fleet._hub.names import (
     HubMark,
     is_qualified,
     journal_filter,
+    msg_id,
     offline_mark,
     parse_hub_mark,
     parse_line_header,
     qualify,
+    reset_msg_id,
     rpc_subject,
     seen_key,
     seen_prefix,
@@ -66,7 +68,11 @@ from fleet._hub.names import (
 from fleet._hub.remote import HostInfo, HostState, RemoteState, _Beat, _Remote
 from fleet._watch import Transition, WaitResult
 
-CACHE_VERSION: Final = 1
+CACHE_VERSION: Final = 2
+#: Bytes of a line's digest (``Fleet-Line``).
+DIGEST: Final = 8
+#: Lines of one worker held while an earlier one is missing.
+MAX_EARLY: Final = 100_000
 OPEN_TIMEOUT: Final = 15.0
 
 
@@ -103,7 +109,11 @@ class HubView:
         self._seen: set[str] = set()
         self._version = 0
         self.dropped = 0
+        #: messages on a host's subjects that are not what it ships, and lines that came again
+        #: with other content; per host: [foreign, conflicts, the first of them]
         self.foreign = 0
+        self.conflicts = 0
+        self._offenses: dict[str, list[Any]] = {}
         self._rt: hc.Runtime | None = None
         self._nc: hc.NATS | None = None
         self._tails: list[hc.Tail] = []
@@ -228,6 +238,7 @@ class HubView:
                 r = _Remote(host, worker, False)
                 r.acc = Accumulator.from_dict(entry["acc"])
                 r.gen, r.next_seq = int(entry["gen"]), int(entry["next_seq"])
+                r.digests = bytearray(bytes.fromhex(entry["digests"]))
                 workers[(host, worker)] = r
             start, last_id = int(data["sseq"]), data.get("last_id")
             created = data.get("created")
@@ -250,7 +261,8 @@ class HubView:
             if any(r.early for r in self._workers.values()):
                 return  # a worker waits for lines that come late: read them again next time
             entries = {
-                qualify(h, w): {"gen": r.gen, "next_seq": r.next_seq, "acc": r.acc.to_dict()}
+                qualify(h, w): {"gen": r.gen, "next_seq": r.next_seq, "acc": r.acc.to_dict(),
+                                  "digests": r.digests.hex()}
                 for (h, w), r in self._workers.items()
             }
             payload = {
@@ -274,21 +286,40 @@ class HubView:
         self._version += 1
         self._cond.notify_all()
 
+    def _offend(self, host: str, what: str, *, conflict: bool = False) -> None:
+        """Count a message on ``host``'s subjects that is not what its host ships (it is
+        ignored), keeping the first of them to show."""
+        entry = self._offenses.setdefault(host, [0, 0, what])
+        entry[1 if conflict else 0] += 1
+        if conflict:
+            self.conflicts += 1
+        else:
+            self.foreign += 1
+
     def _on_line(self, msg: hc.Msg, sseq: int, ts: float) -> None:
         h = msg.headers or {}
         names = worker_of_subject(msg.subject)
+        host, worker = names or ("", "")
+        if not is_worker_id(host) or not is_worker_id(worker):
+            with self._cond:
+                self._offend("?", f"a message on {msg.subject[:80]!r}")
+            return
         try:
             reset = "Fleet-Reset" in h
             if reset:
-                gen, seq = int(h["Fleet-Reset"]), -1
+                gen, seq, digest = int(h["Fleet-Reset"]), -1, b""
+                expected = reset_msg_id(host, worker, gen)
             else:
-                gen, seq = parse_line_header(h["Fleet-Line"])[:2]
+                gen, seq, offset, _, hexdigest = parse_line_header(h["Fleet-Line"])
+                digest = bytes.fromhex(hexdigest)
+                if len(digest) != DIGEST:
+                    raise ValueError("not a digest")
+                expected = msg_id(host, worker, gen, offset)
+            if gen < 0 or h.get("Nats-Msg-Id") != expected:
+                raise ValueError("not the id its host gives it")
         except (KeyError, ValueError):
-            self.foreign += 1
-            return
-        host, worker = names or ("", "")
-        if not is_worker_id(host) or not is_worker_id(worker) or gen < 0:
-            self.foreign += 1
+            with self._cond:
+                self._offend(host, f"a message on {worker}'s subject that {host} does not ship")
             return
         with self._cond:
             r = self._workers.get((host, worker))
@@ -305,19 +336,30 @@ class HubView:
             if reset:
                 return
             if seq < r.next_seq or seq in r.early:
-                r.dups += 1
+                had = r.early[seq][1] if seq in r.early else r.digest(seq)
+                if had is not None and had != digest:
+                    # The first line stays: a line is never replaced by another at its place.
+                    r.conflicts += 1
+                    self._offend(host, f"line {seq} of {worker} came again with other content",
+                                 conflict=True)
+                else:
+                    r.dups += 1
                 return
             if seq > r.next_seq:
-                r.early[seq] = msg.data
+                if len(r.early) >= MAX_EARLY:
+                    self.dropped += 1  # read again from the stream when it is made again
+                    return
+                r.early[seq] = (msg.data, digest)
                 return
-            self._fold(r, msg.data)
+            self._fold(r, msg.data, digest)
             while r.next_seq in r.early:
-                self._fold(r, r.early.pop(r.next_seq))
+                self._fold(r, *r.early.pop(r.next_seq))
             self._changed(folded=True)
 
-    def _fold(self, r: _Remote, line: bytes) -> None:
+    def _fold(self, r: _Remote, line: bytes, digest: bytes) -> None:
         feed_lines(r.acc, (line,), r.next_seq, r.worker)
         r.next_seq += 1
+        r.digests += digest
         if r.lines is not None:
             r.lines.append(line)
 
@@ -330,6 +372,9 @@ class HubView:
             else:
                 try:
                     beat = orjson.loads(msg.data)
+                    if not isinstance(beat, dict) or beat.get("host") != host:
+                        self._offend(host, "a heartbeat that does not name its host")
+                        return
                     new = _Beat(
                         ts=ts,
                         state=str(beat.get("state", "up")),
@@ -385,7 +430,9 @@ class HubView:
     def hosts(self) -> list[HostInfo]:
         now = self.clock.now()
         with self._cond:
-            names = sorted(set(self._hosts) | {h for h, _ in self._workers})
+            # "?" holds what came on subjects of no host: counted (counts()), no host of its own
+            names = sorted((set(self._hosts) | {h for h, _ in self._workers}
+                            | set(self._offenses)) - {"?"})
             out = []
             for host in names:
                 state, reason, _ = self._host_status(host, now)
@@ -397,6 +444,9 @@ class HubView:
                     workers=sum(1 for h, _ in self._workers if h == host),
                     shipped=beat.shipped if beat else None,
                     actions=beat.actions if beat else None,
+                    ignored=self._offenses.get(host, [0])[0],
+                    conflicts=self._offenses.get(host, [0, 0])[1],
+                    first_ignored=self._offenses[host][2] if host in self._offenses else None,
                 ))
         return out
 
@@ -502,13 +552,15 @@ class HubView:
 
     def counts(self) -> dict[str, int]:
         """What the reader dropped: re-sent lines, lines of replaced journals, lines still
-        waiting for earlier ones, and messages that were not fleet's."""
+        waiting for earlier ones, messages a host did not ship, and lines that came again with
+        other content (the first kept)."""
         with self._cond:
             return {
                 "duplicates": sum(r.dups for r in self._workers.values()),
                 "replaced": self.dropped,
                 "waiting": sum(len(r.early) for r in self._workers.values()),
                 "foreign": self.foreign,
+                "conflicts": self.conflicts,
             }
 
     def next_seqs(self) -> dict[str, tuple[int, int]]:
@@ -650,7 +702,9 @@ class HubView:
     async def _request(self, host: str, req: dict[str, Any], limit: float) -> bytes:
         assert self._nc is not None
         try:
-            msg = await self._nc.request(rpc_subject(host), orjson.dumps(req), timeout=limit)
+            msg = await self._nc.request(
+                rpc_subject(host, self.cfg.coordinator), orjson.dumps(req), timeout=limit
+            )
         except hc.nats.errors.NoRespondersError:
             raise Refused(
                 f"host {host} answers no actions: its `fleet ship` runs with --no-actions, or "
