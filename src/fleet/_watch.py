@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 import warnings
@@ -373,6 +374,10 @@ class Watcher:
         marks = frozenset(seen)
         wanted = None if only is None else list(only)
         deadline = None if timeout is None else self.clock.monotonic() + timeout
+        # A line written before this call must be in its answer even when its file event is
+        # still on the way (a write by this very process, a moment ago): one stat of each
+        # followed journal now, file events after that.
+        self._last_sweep = -math.inf
         while True:
             result = self.poll(marks, wanted)
             if result.attention or result.missing or self._closed:

@@ -60,6 +60,23 @@ def test_backends(tmp_path: Path, backend: str) -> None:
     assert result.marks == ("a@1",)
 
 
+def test_a_wait_answers_with_what_was_written_before_it_began(tmp_path: Path) -> None:
+    """The line this process wrote a moment ago is in the answer even though no file event
+    told the watcher yet (polling sees it a second later): a wait never returns the state of
+    before, here the stopped turn that a new prompt already ended."""
+    with Fleet(backend="polling") as fleet:
+        fleet.register("a", worktree=tmp_path)
+        stop(fleet, "a")
+        assert fleet.wait(timeout=5).marks == ("a@1",)
+        for turn in range(3):
+            fleet.record("a", HookEvent(ts=time.time(), src="claude", hook="UserPromptSubmit"))
+            result = fleet.wait(timeout=0)
+            assert result.timed_out and result.attention == (), (turn, result.attention)
+            assert [s.state for s in result.workers] == ["working"]
+            stop(fleet, "a")
+            assert fleet.wait(timeout=0).marks == (f"a@{3 + 2 * turn}",)
+
+
 def test_seen_marks_never_wake_but_new_events_do(tmp_path: Path) -> None:
     with Fleet() as fleet:
         fleet.register("a", worktree=tmp_path)
