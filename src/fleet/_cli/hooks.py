@@ -250,14 +250,7 @@ def resolve_targets(
         raise SettingsError(
             "name a target: --config-dir DIR, --codex-home DIR, --profile NAME or --all-profiles"
         )
-    seen: set[tuple[str, str]] = set()
-    unique = []
-    for t in targets:
-        key = (t.tool, os.path.realpath(t.config_dir))
-        if key not in seen:
-            seen.add(key)
-            unique.append(t)
-    return unique
+    return _unique(targets)
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -453,14 +446,19 @@ def setup_targets() -> list[_hook_install.Target]:
                 found.append(_hook_install.claude_target(profile.config_dir, profile.name))
             elif profile.tool == "codex":
                 found.append(_hook_install.codex_target(profile.config_dir, profile.name))
+    return _unique(found)
+
+
+def _unique(targets: list[_hook_install.Target]) -> list[_hook_install.Target]:
+    """``targets`` without repeats: one per tool and config dir, however it was spelled."""
     seen: set[tuple[str, str]] = set()
-    out = []
-    for t in found:
+    unique = []
+    for t in targets:
         key = (t.tool, os.path.realpath(t.config_dir))
         if key not in seen:
             seen.add(key)
-            out.append(t)
-    return out
+            unique.append(t)
+    return unique
 
 
 def doctor(
