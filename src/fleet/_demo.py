@@ -323,6 +323,9 @@ class SimulatedWorker(threading.Thread):
             "FLEET_WORKER": self.task.name,
             "FLEET_HOME": str(self.home),
             "CLAUDE_PROJECT_DIR": str(self.worktree),
+            # The demo's person answers permission requests at the (simulated) terminal: the
+            # hook journals the request and leaves it to the agent's own dialog at once.
+            "FLEET_ANSWER_TIMEOUT": "0",
         }
         subprocess.run(
             ["/bin/sh", "-c", self.hook], input=orjson.dumps(self.payload(event, **fields)),
