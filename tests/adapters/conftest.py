@@ -220,8 +220,9 @@ class TrackedHeadless(HeadlessAdapter):
         super().__init__(**kw)
         self.spawned: list[Pending] = []
 
-    def _spawn(self, record: LaunchRecord, *, prompt: str, resume: str | None = None) -> Pending:
-        pending = super()._spawn(record, prompt=prompt, resume=resume)
+    def _spawn(self, record: LaunchRecord, *, prompt: str, turn: int,
+               resume: str | None = None) -> Pending:
+        pending = super()._spawn(record, prompt=prompt, turn=turn, resume=resume)
         self.spawned.append(pending)
         return pending
 

@@ -105,7 +105,7 @@ def test_endpoint_worker_gets_an_isolated_config_and_the_key_only_in_its_env(
     settings = json.loads((config / "settings.json").read_text())
     assert settings["effortLevel"] == "high"
     assert settings["skipDangerousModePermissionPrompt"] is True
-    assert "Stop" in settings["hooks"] and "fleet_hook.py" in json.dumps(settings["hooks"])
+    assert "Stop" in settings["hooks"] and "fleet-hook" in json.dumps(settings["hooks"])
     # The supervisor journals how a run ends; these would report each retried failure.
     assert "StopFailure" not in settings["hooks"] and "SessionEnd" not in settings["hooks"]
     claude_json = json.loads((config / ".claude.json").read_text())

@@ -203,4 +203,4 @@ def test_a_supervisor_that_cannot_journal_carries_on_and_marks_the_loss(
     assert done.exit_code == 0
     assert _health.events_lost_at(home, "w1") is not None
     err = capsys.readouterr().err
-    assert err.count(f"supervisor: {_health.LOST_PREFIX}cannot") == 2  # started, exited
+    assert err.count(f"supervisor: {_health.LOST_PREFIX}cannot") >= 2  # started, exited, ...

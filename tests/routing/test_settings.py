@@ -254,7 +254,7 @@ def test_cli_settings_get_set_unset_path(path: Path, capsys: pytest.CaptureFixtu
     assert json.loads(out) == {"unknown": True, "maxUsage": 80, "workers": ["claude:work"],
                                "routing": "keep GLM off src/"}
     code, out, _ = run(capsys, "settings", "--settings", s, "get", "absent")
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")  # an unknown key is a usage error
     code, out, _ = run(capsys, "settings", "--settings", s, "unset", "unknown")
     assert code == 0 and "unknown" not in json.loads(path.read_text())
     code, out, _ = run(capsys, "settings", "get", "maxUsage", "--settings", s)
