@@ -58,7 +58,9 @@ def main() -> None:
         with Fleet() as fleet:
             for n in range(args.workers):
                 name = f"w{n:03d}"
-                fleet.register(name, worktree=f"/tmp/{name}")
+                worktree = home.parent / "worktrees" / name  # register takes a real directory
+                worktree.mkdir(parents=True)
+                fleet.register(name, worktree=worktree)
                 fleet.record(name, HookEvent(ts=time.time(), src="claude", hook="UserPromptSubmit"))
         # Every worker stays working (not quiet) and wait keeps waiting past the measurement.
         span = args.seconds + args.warmup

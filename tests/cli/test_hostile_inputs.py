@@ -309,7 +309,7 @@ SUCCEEDING = [
     ("status",), ("log",), ("seen",), ("watch",), ("report",), ("settings", "set"),
     ("settings", "get"), ("settings", "unset"), ("profiles", "add"), ("profiles", "remove"),
     ("hooks", "install"), ("hooks", "uninstall"), ("hooks", "command"), ("trust",),
-    ("doctor",), ("wait",),
+    ("wait",),
 ]
 
 

@@ -236,6 +236,11 @@ class _Frames:
                 return screened.forward
 
 
+#: Wire readers kept to the process's end (see screened_stdio): held here so that no garbage
+#: collection closes one under the thread that may still be reading it.
+_LEFT_OPEN: list[Any] = []
+
+
 @contextlib.asynccontextmanager
 async def screened_stdio() -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's stdio streams over screened frames. While serving, fd 0 reads the null device
@@ -262,3 +267,4 @@ async def screened_stdio() -> AsyncIterator[tuple[Any, Any]]:
             os.close(wire_out)
         # The source may still be read by the thread stuck in readline: it is left to the
         # process's end rather than closed under that thread.
+        _LEFT_OPEN.append(source)
