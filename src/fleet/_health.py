@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from fleet._home import journal_path, worker_dir, workers_dir
+from fleet._home import worker_dir, workers_dir
 
 if TYPE_CHECKING:
     from fleet._core.fold import WorkerState
@@ -86,19 +86,6 @@ def home_problems(home: Path) -> list[str]:
                 f"the file system of {home} has no free inodes: hook events may be lost"
             )
     return problems
-
-
-def journal_faults(home: Path, worker: str) -> tuple[int, int]:
-    """How many of ``worker``'s journal lines the fold could not use: lines that do not decode
-    (unreadable), and hook lines with a field of a type it cannot read (malformed). Both are
-    kept in the journal and never stop a fold; ``fleet doctor`` reports them."""
-    from fleet._core.accumulator import Accumulator
-    from fleet._fold_cache import Folded
-    from fleet._journal import JournalReader
-
-    folded = Folded(worker, JournalReader(journal_path(home, worker)), Accumulator())
-    folded.advance()
-    return folded.acc.unreadable, folded.acc.malformed
 
 
 # -- hooks that do not run ------------------------------------------------------------------

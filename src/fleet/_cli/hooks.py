@@ -14,10 +14,11 @@ import attrs
 
 from fleet import _agents, _doctor, _health, _hook_command, _hook_install, _trust
 from fleet._cli._common import Exit, add_examples, add_json, count, print_json, table, to_jsonable
-from fleet._core.fold import fold
+from fleet._core.fold import Policy
 from fleet._errors import FleetError, SettingsError
-from fleet._home import hook_errors_path, journal_path, resolve_home, workers_dir
-from fleet._journal import JournalReader, list_workers
+from fleet._fold_cache import open_folded
+from fleet._home import hook_errors_path, resolve_home, workers_dir
+from fleet._journal import list_workers
 
 TARGETS_HELP = """\
 targets (at least one; each may be repeated):
@@ -498,7 +499,10 @@ def doctor(
     malformed: dict[str, int] = {}
     lost_at: dict[str, float] = {}
     for worker in list_workers(home):
-        count, odd = _health.journal_faults(home, worker)
+        # One fold per journal gives the lines it could not use (unreadable: they do not
+        # decode; malformed: a field of a type it cannot read; both kept) and the state.
+        folded = open_folded(home, worker)
+        count, odd = folded.acc.unreadable, folded.acc.malformed
         if count:
             unreadable[worker] = count
             problems.append(f"worker {worker}: {count} unreadable journal lines")
@@ -506,8 +510,7 @@ def doctor(
             malformed[worker] = odd
             problems.append(f"worker {worker}: {odd} journal lines with a field of a type "
                             "fleet cannot read (kept; the field is ignored)")
-        events = [e for _, e in JournalReader(journal_path(home, worker)).read()]
-        silent = _health.hooks_not_running(fold(worker, events, now=time.time()))
+        silent = _health.hooks_not_running(folded.state(time.time(), Policy()))
         if silent:
             problems.append(f"worker {silent}")
         when = _health.events_lost_at(home, worker)
